@@ -39,7 +39,19 @@ def test_heads_and_hard_predictions_are_exposed(fitted_gate, make_data) -> None:
     texts, _ = make_data(60, seed=12)
     scores = fitted_gate.head_scores(texts)
     preds = fitted_gate.head_predictions(texts)
-    assert list(scores) == list(preds) == ["char", "word", "embed", "features", "neighbours"]
+    assert (
+        list(scores)
+        == list(preds)
+        == [
+            "char",
+            "word",
+            "embed",
+            "features",
+            "neighbours",
+            "minilm",
+            "minilm_neighbours",
+        ]
+    )
     for name, head in fitted_gate.heads.items():
         assert np.allclose(head.score(texts), scores[name])
         assert preds[name].dtype == bool and preds[name].shape == (60,)

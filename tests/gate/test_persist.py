@@ -23,7 +23,8 @@ def test_reload_gives_identical_scores(fitted_gate, saved, make_data, long_doc) 
     again = Gate.load(saved)
     assert np.array_equal(fitted_gate.score(texts), again.score(texts))
     assert np.array_equal(fitted_gate.score_fast(texts), again.score_fast(texts))
-    for name in fitted_gate.heads:
+    assert list(again.sentence_heads) == ["minilm", "minilm_neighbours"]
+    for name in [*fitted_gate.heads, *fitted_gate.sentence_heads]:
         assert np.array_equal(fitted_gate.head_scores(texts)[name], again.head_scores(texts)[name])
 
 
@@ -37,6 +38,9 @@ def test_directory_records_provenance(saved) -> None:  # type: ignore[no-untyped
         "arrays.npz",
         "combiner.lgb.txt",
         "gate.json",
+        "minilm-tokenizer.json",
+        "minilm.onnx",
+        "sentence.lgb.txt",
         "tokenizer.json",
     ]
     again = Gate.load(saved)
@@ -57,7 +61,8 @@ def test_incompatible_version_fails_clearly(saved, tmp_path) -> None:  # type: i
     meta = json.loads((old / "gate.json").read_text())
     meta["format_version"] = FORMAT_VERSION + 1
     (old / "gate.json").write_text(json.dumps(meta))
-    with pytest.raises(IncompatibleModelError, match=r"format version 2 .* reads only version 1"):
+    expected = rf"format version {FORMAT_VERSION + 1} .* reads only version {FORMAT_VERSION}\."
+    with pytest.raises(IncompatibleModelError, match=expected):
         Gate.load(old)
 
 

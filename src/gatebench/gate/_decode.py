@@ -56,7 +56,9 @@ _WORD_RE = re.compile(r"[^\W\d_]{2,}+")
 _LEET = str.maketrans(
     {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"}
 )
-_LEET_TOKEN_RE = re.compile(r"\b[a-zA-Z]*+[013457@$][a-zA-Z0-9@$]*+\b")
+# Starts only where a run of token characters starts, so each run is tried once
+# (a leading \b would restart inside "a@a@a@…" at every letter: quadratic).
+_LEET_TOKEN_RE = re.compile(r"(?<![a-zA-Z0-9@$])[a-zA-Z]*+[013457@$][a-zA-Z0-9@$]*+")
 
 
 def fold_unicode(text: str) -> str:

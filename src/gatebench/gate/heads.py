@@ -38,11 +38,14 @@ from gatebench.gate.views import Views
 
 __all__ = [
     "HEAD_TYPES",
+    "SENTENCE_HEAD_TYPES",
     "CharHead",
     "EmbedHead",
     "FeatureHead",
     "Head",
     "NeighbourHead",
+    "SentenceHead",
+    "SentenceNeighbourHead",
     "WordHead",
     "sigmoid",
 ]
@@ -539,7 +542,42 @@ class NeighbourHead(_EmbeddingInput, Head):
         return head
 
 
+class _SentenceInput:
+    """Mixin for heads that read MiniLM sentence embeddings (the deferred stage's view)."""
+
+    encoder: Any = None
+
+    def represent(self, texts: Sequence[str]) -> np.ndarray:
+        if self.encoder is None:
+            from gatebench.gate.encoder import MiniLMEncoder
+
+            self.encoder = MiniLMEncoder.build(".cache/gatebench/minilm")
+        return np.asarray(self.encoder.encode(list(texts)))
+
+
+class SentenceHead(_SentenceInput, EmbedHead):
+    """Logistic regression on all-MiniLM-L6-v2 sentence embeddings (int8 ONNX).
+
+    Too slow for every request on two cores, so Gate runs it only on the rows
+    its fast path defers; it is a detector in its own right all the same.
+    """
+
+    name = "minilm"
+    view = "minilm"
+
+
+class SentenceNeighbourHead(_SentenceInput, NeighbourHead):
+    """Nearest training attacks and benign texts in MiniLM space (the attack bank)."""
+
+    name = "minilm_neighbours"
+    view = "minilm"
+
+
 #: Head name -> class, in the combiner's column order.
 HEAD_TYPES: dict[str, type[Head]] = {
     h.name: h for h in (CharHead, WordHead, EmbedHead, FeatureHead, NeighbourHead)
+}
+#: The deferred stage's extra heads, stacked after the fast ones.
+SENTENCE_HEAD_TYPES: dict[str, type[Head]] = {
+    h.name: h for h in (SentenceHead, SentenceNeighbourHead)
 }

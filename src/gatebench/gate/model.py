@@ -5,11 +5,15 @@ A request exits there unless its calibrated score falls in the uncertainty
 band, or an escalation cue fires (an encoded payload, invisible or
 look-alike characters, or an override/extraction cue inside a long
 document: cases the fast path reads poorly by construction). Those go to
-the deferred stage (:mod:`gatebench.gate.deferred`), whose calibrated score
-replaces the fast one. The band is set on validation rows so that about
-``band_fraction`` of them fall in it, centred (in log-odds) on the
-validation threshold that maximises F1 at FPR <= 1%: the region where the
-global operating point will sit.
+the deferred stage. It first reads the text with the real MiniLM encoder
+(int8 ONNX, :mod:`gatebench.gate.encoder`): two more heads (a linear head and
+the attack-bank neighbours in MiniLM space) join the fast heads' outputs in a
+second LightGBM combiner, stacked the same way. That score is then the base
+of :mod:`gatebench.gate.deferred`'s windows, decodings and neighbour
+evidence, whose calibrated score replaces the fast one. The band is set on
+validation rows so that about ``band_fraction`` of them fall in it, centred
+(in log-odds) on the validation threshold that maximises F1 at FPR <= 1%:
+the region where the global operating point will sit.
 """
 
 from __future__ import annotations
@@ -21,11 +25,18 @@ from typing import Any, Self
 
 import numpy as np
 
-from gatebench.gate.cache import DEFAULT_CACHE_DIR
+from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
 from gatebench.gate.combiner import Combiner, cross_fit
 from gatebench.gate.deferred import DeferredStage
+from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.features import FEATURE_NAMES, escalation_cues
-from gatebench.gate.heads import HEAD_TYPES, Head, NeighbourHead, sigmoid
+from gatebench.gate.heads import (
+    HEAD_TYPES,
+    SENTENCE_HEAD_TYPES,
+    Head,
+    NeighbourHead,
+    sigmoid,
+)
 from gatebench.gate.judge import LLMJudge
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.views import Featurizer, Views
@@ -90,6 +101,13 @@ class Gate:
     threshold : float or None
         Operating threshold to record with the model (chosen by the caller
         on out-of-fold scores); ``predict`` uses it.
+    sentence : bool
+        Give the deferred stage the MiniLM heads and their combiner. Off, the
+        deferred stage starts from the fast score (no onnxruntime needed).
+    sentence_tokens : int
+        Tokens MiniLM reads per deferred text.
+    encoder : MiniLMEncoder, optional
+        A ready encoder; built (exported, quantised, cached) when omitted.
     """
 
     name = "gate"
@@ -111,6 +129,9 @@ class Gate:
         embedder: StaticEmbedder | None = None,
         static_dims: int = 256,
         threshold: float | None = None,
+        sentence: bool = True,
+        sentence_tokens: int = 256,
+        encoder: MiniLMEncoder | None = None,
     ) -> None:
         unknown = [h for h in heads if h not in HEAD_TYPES]
         if unknown or not heads:
@@ -141,6 +162,12 @@ class Gate:
         self.fit_info: dict[str, Any] = {}
         self.trace_id: str | None = None
         self.stats = _new_stats()
+        self.sentence = bool(sentence)
+        self.sentence_tokens = int(sentence_tokens)
+        self._encoder = encoder
+        self._sentence_cache: VectorCache | None = None
+        self.sentence_heads: dict[str, Head] = {}
+        self.sentence_combiner: Combiner | None = None
 
     # -- construction helpers ---------------------------------------------------------
     def _get_featurizer(self) -> Featurizer:
@@ -164,6 +191,32 @@ class Gate:
             self._plain = self._featurizer.without_cache()
         return self._featurizer
 
+    def _get_encoder(self) -> MiniLMEncoder:
+        if self._encoder is None:
+            root = self.cache_dir.parent if self.cache_dir is not None else DEFAULT_CACHE_DIR.parent
+            self._encoder = MiniLMEncoder.build(root / "minilm", max_tokens=self.sentence_tokens)
+        if self._sentence_cache is None and self.cache_dir is not None:
+            self._sentence_cache = VectorCache(
+                self.cache_dir, f"minilm-{self._encoder.fingerprint()}"
+            )
+        return self._encoder
+
+    def _sentence_views(self, views: Views) -> Views:
+        """``views`` with MiniLM embeddings filled in (through the cache when there is one)."""
+        if views.minilm is None:
+            enc = self._get_encoder()
+            if self._sentence_cache is not None and len(views):
+                views.minilm = self._sentence_cache.get_or_compute(views.texts, enc.encode)
+            else:
+                views.minilm = enc.encode(views.texts)
+        return views
+
+    def _make_sentence_heads(self) -> list[Head]:
+        return [
+            cls(**({"seed": self.seed} | self.head_params.get(name, {})))
+            for name, cls in SENTENCE_HEAD_TYPES.items()
+        ]
+
     def _make_heads(self) -> list[Head]:
         out = []
         for name in self.head_names:
@@ -177,11 +230,12 @@ class Gate:
     def _meta(self, per_head: list[np.ndarray], views: Views) -> np.ndarray:
         return np.column_stack([*per_head, views.features]).astype(np.float64)
 
-    def meta_names(self) -> list[str]:
-        """Column names of the combiner's input."""
+    def meta_names(self, *, sentence: bool = False) -> list[str]:
+        """Column names of the fast combiner's input (``sentence``: the deferred one's)."""
+        heads = [*self.head_names, *(SENTENCE_HEAD_TYPES if sentence else ())]
         names = []
-        for h in self.head_names:
-            if h == NeighbourHead.name:
+        for h in heads:
+            if h in (NeighbourHead.name, "minilm_neighbours"):
                 names += [f"{h}_att_max", f"{h}_att_topk", f"{h}_ben_max", f"{h}_ben_topk"]
             else:
                 names.append(f"{h}_margin")
@@ -232,8 +286,13 @@ class Gate:
         t_comb = time.perf_counter()
 
         p_valid = self.combiner.proba(self._meta(v_meta, v_views))
+        p_base = p_valid
+        t_sent = time.perf_counter()
+        if self.sentence:
+            p_base = self._fit_sentence(views, y, v_views, v_y, oof_meta, v_meta)
+        t_sent = time.perf_counter() - t_sent
         self._set_head_thresholds(v_views, v_y)
-        self._fit_cascade(v_texts, v_views, v_y, p_valid)
+        self._fit_cascade(v_texts, v_views, v_y, p_valid, p_base)
         t_end = time.perf_counter()
         self.fit_info = {
             "n_train": len(texts),
@@ -245,22 +304,67 @@ class Gate:
                 "featurise": t_feat - t0,
                 "cross_fit": t_cross - t_feat,
                 "heads_and_combiner": t_comb - t_cross,
-                "cascade": t_end - t_comb,
+                "sentence_stage": t_sent,
+                "cascade": t_end - t_comb - t_sent,
                 "total": t_end - t0,
             },
         }
         return self
 
+    def _fit_sentence(
+        self,
+        views: Views,
+        y: np.ndarray,
+        v_views: Views,
+        v_y: np.ndarray,
+        oof_meta: list[np.ndarray],
+        v_meta: list[np.ndarray],
+    ) -> np.ndarray:
+        """Fit the MiniLM heads and the deferred combiner; return its validation P(attack).
+
+        The MiniLM heads are cross-fitted with the fast heads' seed, so every
+        training row's fast and MiniLM columns come from sub-fits that never
+        saw it, and the deferred combiner stacks them like the fast one does.
+        """
+        self._sentence_views(views)
+        self._sentence_views(v_views)
+        s_oof, s_dec = cross_fit(
+            self._make_sentence_heads, views, y, n_folds=self.n_folds, seed=self.seed
+        )
+        heads = self._make_sentence_heads()
+        for j, head in enumerate(heads):
+            head.fit_x(head.x_of(views), y)
+            head.calibrate(s_dec[:, j], y)
+        self.sentence_heads = {h.name: h for h in heads}
+        v_s = [h.meta_x(h.x_of(v_views)) for h in heads]
+        self.sentence_combiner = Combiner(seed=self.seed, **self.combiner_params).fit(
+            self._meta([*oof_meta, *s_oof], views), y, self._meta([*v_meta, *v_s], v_views), v_y
+        )
+        return self.sentence_combiner.proba(self._meta([*v_meta, *v_s], v_views))
+
+    def _sentence_proba(self, views: Views, fast_meta: list[np.ndarray]) -> np.ndarray:
+        """The deferred combiner's P(attack) for ``views`` given the fast heads' columns."""
+        assert self.sentence_combiner is not None
+        self._sentence_views(views)
+        s_meta = [h.meta_x(h.x_of(views)) for h in self.sentence_heads.values()]
+        return self.sentence_combiner.proba(self._meta([*fast_meta, *s_meta], views))
+
     def _set_head_thresholds(self, v_views: Views, v_y: np.ndarray) -> None:
         from gatebench.threshold import fold_threshold
 
-        for name, head in self.heads.items():
+        for name, head in {**self.heads, **self.sentence_heads}.items():
             p = head.proba_from_decision(head.decision_x(head.x_of(v_views)))
             self.head_thresholds[name] = float(fold_threshold(v_y, p)[0]) if v_y.any() else 0.5
 
     def _fit_cascade(
-        self, v_texts: list[str], v_views: Views, v_y: np.ndarray, p_valid: np.ndarray
+        self,
+        v_texts: list[str],
+        v_views: Views,
+        v_y: np.ndarray,
+        p_valid: np.ndarray,
+        p_base: np.ndarray,
     ) -> None:
+        """Set the band on the fast scores; fit the evidence weights on the deferred base."""
         from gatebench.threshold import select_operating_point
 
         centre = 0.5
@@ -281,7 +385,7 @@ class Gate:
         if min(int(v_y[train].sum()), int((1 - v_y[train]).sum())) < 10:
             train = np.ones(len(v_y), dtype=bool)
         idx = np.flatnonzero(train)
-        ev = self.deferred.evidence([v_texts[i] for i in idx], p_valid[idx], self._fast_pieces)
+        ev = self.deferred.evidence([v_texts[i] for i in idx], p_base[idx], self._fast_pieces)
         self.deferred.fit(ev, v_y[idx])
 
     # -- scoring -----------------------------------------------------------------------
@@ -290,10 +394,13 @@ class Gate:
             raise RuntimeError("Gate is not fitted: call fit() or Gate.load(path) first")
         return self.combiner
 
-    def _fast_views(self, views: Views) -> tuple[np.ndarray, np.ndarray]:
+    def _fast_meta(self, views: Views) -> tuple[np.ndarray, list[np.ndarray]]:
         comb = self._check_fitted()
         per_head = [h.meta_x(h.x_of(views)) for h in self.heads.values()]
-        p = comb.proba(self._meta(per_head, views))
+        return comb.proba(self._meta(per_head, views)), per_head
+
+    def _fast_views(self, views: Views) -> tuple[np.ndarray, np.ndarray]:
+        p, per_head = self._fast_meta(views)
         margin = np.zeros(len(views))
         if NeighbourHead.name in self.heads:
             j = list(self.heads).index(NeighbourHead.name)
@@ -330,13 +437,16 @@ class Gate:
             return np.zeros(0)
         t0 = time.perf_counter()
         views = self._get_featurizer()(texts)
-        p, _ = self._fast_views(views)
+        p, per_head = self._fast_meta(views)
         in_band, escalated = self.route(p, views.features)
         t1 = time.perf_counter()
         routed = np.flatnonzero(in_band | escalated)
         out = p.copy()
         if routed.size:
-            ev = self.deferred.evidence([texts[i] for i in routed], p[routed], self._fast_pieces)
+            base = p[routed]
+            if self.sentence_combiner is not None:
+                base = self._sentence_proba(views.take(routed), [m[routed] for m in per_head])
+            ev = self.deferred.evidence([texts[i] for i in routed], base, self._fast_pieces)
             out[routed] = self.deferred.proba(ev)
         t2 = time.perf_counter()
         if routed.size and self.judge is not None:
@@ -375,9 +485,10 @@ class Gate:
         """Each head's calibrated P(attack) (for permutation importance and plots)."""
         self._check_fitted()
         views = self._get_featurizer()(list(texts))
-        return {
-            n: h.proba_from_decision(h.decision_x(h.x_of(views))) for n, h in self.heads.items()
-        }
+        if self.sentence_heads:
+            self._sentence_views(views)
+        heads = {**self.heads, **self.sentence_heads}
+        return {n: h.proba_from_decision(h.decision_x(h.x_of(views))) for n, h in heads.items()}
 
     def head_predictions(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Each head's hard prediction at its own validation-chosen threshold (Cohen's kappa)."""

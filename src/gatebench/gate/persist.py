@@ -8,6 +8,9 @@
       combiner.lgb.txt    the LightGBM booster in its own text format
       arrays.npz          head weights, IDF, k-NN banks, static embedding table
       tokenizer.json      the WordPiece tokenizer the static table is indexed by
+      sentence.lgb.txt    the deferred stage's LightGBM booster (MiniLM heads stacked)
+      minilm.onnx         the int8 MiniLM graph the deferred stage reads texts with
+      minilm-tokenizer.json  its tokenizer
 
 Arrays are read with ``allow_pickle=False``, so a model directory cannot run
 code when loaded. A directory written under another format version is
@@ -26,7 +29,8 @@ import numpy as np
 from gatebench.errors import DetectorError
 from gatebench.gate.combiner import Combiner
 from gatebench.gate.deferred import DeferredStage
-from gatebench.gate.heads import HEAD_TYPES
+from gatebench.gate.encoder import MiniLMEncoder
+from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES
 from gatebench.gate.judge import LLMJudge
 from gatebench.gate.static_embed import StaticEmbedder
 
@@ -37,7 +41,7 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "IncompatibleModelError", "load_gate
 
 FORMAT_NAME = "gatebench-gate"
 #: Bump whenever a field's meaning or an array's layout changes.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 class IncompatibleModelError(DetectorError):
@@ -60,7 +64,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {"static/vectors": gate._embedder.vectors.astype(np.float16)}
     head_params: dict[str, Any] = {}
-    for name, head in gate.heads.items():
+    for name, head in {**gate.heads, **gate.sentence_heads}.items():
         params, arrs = head.state()
         head_params[name] = params
         arrays.update({f"{name}/{k}": v for k, v in arrs.items()})
@@ -88,8 +92,21 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
         "static": {"dims": gate._embedder.dims, "max_tokens": gate._embedder.max_tokens},
+        "sentence": None,
         "fit_info": gate.fit_info,
     }
+    comb = gate.sentence_combiner
+    if comb is not None and gate._encoder is not None:
+        meta["sentence"] = {
+            "heads": list(gate.sentence_heads),
+            "platt": list(comb.platt),
+            "best_iteration": comb.best_iteration,
+            "columns": gate.meta_names(sentence=True),
+            "max_tokens": gate._encoder.max_tokens,
+        }
+        (path / "sentence.lgb.txt").write_text(comb.model_text(), encoding="utf-8")
+        (path / "minilm.onnx").write_bytes(gate._encoder.onnx_bytes)
+        (path / "minilm-tokenizer.json").write_text(gate._encoder.tokenizer_json, encoding="utf-8")
     (path / "combiner.lgb.txt").write_text(gate.combiner.model_text(), encoding="utf-8")
     (path / "tokenizer.json").write_text(gate._embedder.tokenizer_json, encoding="utf-8")
     np.savez_compressed(path / "arrays.npz", **arrays)  # type: ignore[arg-type]
@@ -145,6 +162,7 @@ def load_gate(path: Path) -> Gate:
         cache_dir=None,  # serving never writes a cache
         embedder=embedder,
         threshold=meta["threshold"],
+        sentence=meta["sentence"] is not None,
     )
     for name in meta["heads"]:
         prefix = f"{name}/"
@@ -158,6 +176,25 @@ def load_gate(path: Path) -> Gate:
         tuple(meta["combiner"]["platt"]),
         seed=gate.seed,
     )
+    sent = meta["sentence"]
+    if sent is not None:
+        gate._encoder = MiniLMEncoder(
+            (path / "minilm.onnx").read_bytes(),
+            (path / "minilm-tokenizer.json").read_text(encoding="utf-8"),
+            max_tokens=int(sent["max_tokens"]),
+        )
+        gate.sentence_tokens = int(sent["max_tokens"])
+        for name in sent["heads"]:
+            prefix = f"{name}/"
+            head_arrays = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
+            gate.sentence_heads[name] = SENTENCE_HEAD_TYPES[name].from_state(  # type: ignore[attr-defined]
+                meta["head_params"][name], head_arrays
+            )
+        gate.sentence_combiner = Combiner.from_text(
+            (path / "sentence.lgb.txt").read_text(encoding="utf-8"),
+            tuple(sent["platt"]),
+            seed=gate.seed,
+        )
     gate.band = (float(meta["band"][0]), float(meta["band"][1]))
     gate.head_thresholds = {k: float(v) for k, v in meta["head_thresholds"].items()}
     gate.deferred = DeferredStage.from_config(meta["deferred"])

@@ -34,6 +34,8 @@ class Views:
     word: sp.csr_matrix
     static: np.ndarray
     features: np.ndarray
+    #: MiniLM sentence embeddings; filled only where the deferred stage needs them.
+    minilm: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -46,6 +48,7 @@ class Views:
             word=self.word[idx],
             static=self.static[idx],
             features=self.features[idx],
+            minilm=None if self.minilm is None else self.minilm[idx],
         )
 
 
