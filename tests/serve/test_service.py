@@ -139,7 +139,12 @@ def test_slow_client_is_cut_off(server: ServerThread) -> None:
 def test_bearer_token_is_enforced() -> None:
     settings = SETTINGS.model_copy(update={"token": "s3cret"})
     with ServerThread(keyword_model(settings), settings) as server:
-        assert httpx.post(server.url + "/v1/score", json={"text": ATTACK}).status_code == 401
+        refused = httpx.post(server.url + "/v1/score", json={"text": ATTACK})
+        assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+        assert "bearer token" in refused.json()["detail"]
+        wrong = {"Authorization": "Bearer nope"}
+        assert httpx.get(server.url + "/v1/info", headers=wrong).status_code == 401
         assert httpx.get(server.url + "/healthz").status_code == 200
+        assert 'gatebench_errors_total{status="401"} 2' in httpx.get(server.url + "/metrics").text
         with GatebenchClient(server.url, token="s3cret") as client:
             assert client.score(ATTACK)["decision"] == "block"

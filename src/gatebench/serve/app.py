@@ -9,14 +9,17 @@ was wrong, and never a 500.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import json
+import re
 import time
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
-from starlette.concurrency import run_in_threadpool
 
 from gatebench.serve.metrics import ServiceMetrics
 from gatebench.serve.model import ServedModel, ServeSettings
@@ -27,10 +30,14 @@ __all__ = ["create_app"]
 class BadRequest(Exception):  # noqa: N818 - an HTTP outcome, not a programming error
     """A client error that becomes a JSON response with ``status`` and ``detail``."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.headers = headers
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 async def _read_body(request: Request, settings: ServeSettings) -> bytes:
@@ -42,28 +49,21 @@ async def _read_body(request: Request, settings: ServeSettings) -> bytes:
             f"{settings.max_body_bytes:,} (send smaller batches)",
         )
     chunks, size = [], 0
-    deadline = time.monotonic() + settings.body_timeout_s
-    stream = request.stream().__aiter__()
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise BadRequest(408, f"body not received within {settings.body_timeout_s:g} s")
-        try:
-            chunk = await asyncio.wait_for(stream.__anext__(), timeout=remaining)
-        except StopAsyncIteration:
-            break
-        except TimeoutError:
-            raise BadRequest(
-                408, f"body not received within {settings.body_timeout_s:g} s"
-            ) from None
-        size += len(chunk)
-        if size > settings.max_body_bytes:
-            raise BadRequest(
-                413,
-                f"body exceeds the limit of {settings.max_body_bytes:,} bytes "
-                "(send smaller batches)",
-            )
-        chunks.append(chunk)
+    try:
+        # One deadline for the whole body (a slow-drip client is cut off), set
+        # once: wait_for per chunk would start a task per chunk.
+        async with asyncio.timeout(settings.body_timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > settings.max_body_bytes:
+                    raise BadRequest(
+                        413,
+                        f"body exceeds the limit of {settings.max_body_bytes:,} bytes "
+                        "(send smaller batches)",
+                    )
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BadRequest(408, f"body not received within {settings.body_timeout_s:g} s") from None
     return b"".join(chunks)
 
 
@@ -107,10 +107,10 @@ def _parse_texts(body: bytes, settings: ServeSettings) -> tuple[list[str], bool]
                 413,
                 f"{where} has {len(text):,} characters; the limit is {settings.max_text_chars:,}",
             )
-        bad = next((j for j, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+        bad = _SURROGATE_RE.search(text)
         if bad is not None:
             raise BadRequest(
-                422, f"{where} has a lone surrogate at character {bad}; send valid Unicode"
+                422, f"{where} has a lone surrogate at character {bad.start()}; send valid Unicode"
             )
     return texts, batch
 
@@ -137,20 +137,24 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
     @app.exception_handler(BadRequest)
     async def _bad_request(request: Request, exc: BadRequest) -> JSONResponse:
         metrics.count_error(exc.status)
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status)
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=exc.headers)
 
-    @app.middleware("http")
-    async def _auth(request: Request, call_next: Any) -> Any:
-        if settings.token and request.url.path.startswith("/v1/"):
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given, f"Bearer {settings.token}"):
-                metrics.count_error(401)
-                return JSONResponse(
-                    {"detail": "missing or wrong bearer token"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-        return await call_next(request)
+    expected = f"Bearer {settings.token}".encode() if settings.token else None
+    # Scoring is CPU-bound and mostly holds the GIL, so a few threads do as much
+    # as the default 40; every extra thread that ever scores keeps its own
+    # malloc arena and stack, which showed up as resident memory creeping up.
+    scorers = anyio.CapacityLimiter(settings.score_threads)
+
+    def _authorise(request: Request) -> None:
+        # Checked first thing in every /v1/ endpoint, before the body is read. A
+        # function rather than an HTTP middleware: Starlette's BaseHTTPMiddleware
+        # wraps every request in extra tasks and streams, which cost more CPU per
+        # request than scoring a short text with a light model.
+        if expected is None:
+            return
+        given = request.headers.get("authorization", "").encode("utf-8", "surrogateescape")
+        if not hmac.compare_digest(given, expected):
+            raise BadRequest(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
 
     @app.post("/v1/score", summary="Score one text or a batch")
     async def score(request: Request) -> JSONResponse:
@@ -161,8 +165,11 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
         input's score, and per-stage timings in milliseconds.
         """
         t0 = time.perf_counter()
+        _authorise(request)
         texts, batch = _parse_texts(await _read_body(request, settings), settings)
-        results = await run_in_threadpool(model.score_details, texts)
+        results = await anyio.to_thread.run_sync(
+            functools.partial(model.score_details, texts), limiter=scorers
+        )
         elapsed = (time.perf_counter() - t0) * 1000.0
         metrics.observe(results, elapsed)
         body: dict[str, Any] = {"threshold": model.threshold, "elapsed_ms": elapsed}
@@ -170,7 +177,8 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
         return JSONResponse(body)
 
     @app.get("/v1/info", summary="Model version, trace id, operating point, heads")
-    async def info() -> dict[str, Any]:
+    async def info(request: Request) -> dict[str, Any]:
+        _authorise(request)
         return {**model.info(), "limits": settings.model_dump(exclude={"token"})}
 
     @app.get("/healthz", summary="Liveness")

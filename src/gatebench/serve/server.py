@@ -11,7 +11,7 @@ import uvicorn
 from gatebench.serve.app import create_app
 from gatebench.serve.model import ServedModel, ServeSettings
 
-__all__ = ["ServerThread", "serve_forever"]
+__all__ = ["ServerThread", "app_from_env", "serve_forever", "serve_workers"]
 
 
 def _config(model: ServedModel, settings: ServeSettings, host: str, port: int) -> uvicorn.Config:
@@ -32,6 +32,47 @@ def serve_forever(
 ) -> None:
     """Serve until interrupted; SIGTERM and SIGINT drain in-flight requests first."""
     uvicorn.Server(_config(model, settings, host, port)).run()
+
+
+_MODEL_ENV = "GATEBENCH_SERVE_MODEL_DIR"
+_SETTINGS_ENV = "GATEBENCH_SERVE_SETTINGS"
+
+
+def app_from_env() -> Any:
+    """The app for one worker process of :func:`serve_workers` (model and limits from env)."""
+    import os
+    from pathlib import Path
+
+    from gatebench.api import served_model
+
+    settings = ServeSettings.model_validate_json(os.environ[_SETTINGS_ENV])
+    return create_app(served_model(Path(os.environ[_MODEL_ENV]), settings), settings)
+
+
+def serve_workers(
+    model_dir: str, settings: ServeSettings, *, host: str, port: int, workers: int
+) -> None:
+    """Serve with ``workers`` processes on one socket, each holding its own model.
+
+    Scoring is CPU-bound Python, so one process uses about one core whatever
+    the concurrency; more processes use more cores (and memory: one model
+    each). ``/metrics`` then reports the worker that answers the scrape.
+    """
+    import os
+
+    os.environ[_MODEL_ENV] = str(model_dir)
+    os.environ[_SETTINGS_ENV] = settings.model_dump_json()
+    uvicorn.run(
+        "gatebench.serve.server:app_from_env",
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=10,
+        timeout_keep_alive=5,
+        limit_concurrency=512,
+    )
 
 
 class ServerThread:
