@@ -21,8 +21,10 @@ app = typer.Typer(
 )
 data_app = typer.Typer(help="Benchmark sources: list and inspect.", no_args_is_help=True)
 trace_app = typer.Typer(help="Build and inspect the evaluation trace.", no_args_is_help=True)
+bench_app = typer.Typer(help="Measure a model directory: service latency.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(trace_app, name="trace")
+app.add_typer(bench_app, name="bench")
 console = Console()
 err = Console(stderr=True)
 
@@ -439,6 +441,20 @@ def detect(
         sys.stdout.write(json.dumps(r) + "\n")
 
 
+def _one_math_thread() -> None:
+    """One BLAS/OpenMP thread per process unless the environment says otherwise.
+
+    A service gets its parallelism from concurrent requests; a second math
+    thread per request only waits for a time slice on a small machine (on the
+    2-core dev VM it made single-request Gate scoring ~40% slower). Must run
+    before numpy, scikit-learn or LightGBM is imported to take effect.
+    """
+    import os
+
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
 @app.command("serve")
 def serve(
     model_dir: Annotated[Path, typer.Argument(help="A model directory from `gatebench train`.")],
@@ -453,11 +469,18 @@ def serve(
     max_batch: Annotated[int, typer.Option(help="Most texts per request (413 above).")] = 256,
     max_text_chars: Annotated[int, typer.Option(help="Longest text; longer gets 413.")] = 200_000,
     chunk_chars: Annotated[int, typer.Option(help="Window for long texts (max-pooled).")] = 4000,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Server processes (each loads the model; ~1 core each).")
+    ] = 1,
+    score_threads: Annotated[
+        int, typer.Option(min=1, help="Threads scoring concurrently in each process.")
+    ] = 2,
 ) -> None:
     """Serve a model over HTTP: /v1/score, /v1/info, /healthz, /metrics."""
+    _one_math_thread()
     from gatebench import api
     from gatebench.serve.model import ServeSettings
-    from gatebench.serve.server import serve_forever
+    from gatebench.serve.server import serve_forever, serve_workers
 
     try:
         settings = ServeSettings(
@@ -465,13 +488,116 @@ def serve(
             max_batch=max_batch,
             max_text_chars=max_text_chars,
             chunk_chars=chunk_chars,
+            score_threads=score_threads,
             token=token,
         )
-        model = api.served_model(model_dir, settings)
+        # With several workers each loads its own model; this process only supervises.
+        model = api.served_model(model_dir, settings) if workers == 1 else None
+        if model is None:
+            from gatebench.artifacts import read_json
+            from gatebench.modeldir import MANIFEST
+
+            threshold = float(read_json(model_dir / MANIFEST)["threshold"])
+        else:
+            threshold = model.threshold
     except GatebenchError as exc:
         _fail(exc)
-    console.print(f"serving {model_dir} on http://{host}:{port} (threshold {model.threshold:.4f})")
-    serve_forever(model, settings, host=host, port=port)
+    console.print(
+        f"serving {model_dir} on http://{host}:{port} (threshold {threshold:.4f}"
+        + (f", {workers} worker processes)" if workers > 1 else ")")
+    )
+    if model is None:
+        serve_workers(str(model_dir), settings, host=host, port=port, workers=workers)
+    else:
+        serve_forever(model, settings, host=host, port=port)
+
+
+def _int_list(value: str, option: str) -> list[int]:
+    from gatebench.errors import ConfigError
+
+    try:
+        return [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"{option} {value!r} is not a comma-separated list of integers") from None
+
+
+@bench_app.command("latency")
+def bench_latency(
+    model_dir: Annotated[Path, typer.Argument(help="A model directory from `gatebench train`.")],
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="Measure this running service (default: start one here)."),
+    ] = None,
+    spawn: Annotated[
+        bool,
+        typer.Option(
+            "--spawn", help="Start the server as a child process, not a thread of this one."
+        ),
+    ] = False,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Server processes for --spawn (`serve --workers`).")
+    ] = 1,
+    token: Annotated[
+        str | None, typer.Option(envvar="GATEBENCH_TOKEN", help="Bearer token to send.")
+    ] = None,
+    concurrency: Annotated[
+        str, typer.Option("--concurrency", help="In-flight requests per level, e.g. 1,4,16,64.")
+    ] = "1,4,16,64",
+    requests: Annotated[int, typer.Option("--requests", help="Requests per level.")] = 500,
+    texts: Annotated[
+        Path | None,
+        typer.Option("--texts", help='JSONL of {"text": ...} rows (default: trace prompts).'),
+    ] = None,
+    data_dir: DataDir = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the text sample.")] = 0,
+    in_process: Annotated[
+        bool, typer.Option(help="Also time scoring without HTTP (single texts and batches).")
+    ] = True,
+    n_single: Annotated[int, typer.Option(help="Texts timed one by one in process.")] = 300,
+    batch_sizes: Annotated[str, typer.Option(help="In-process batch sizes.")] = "1,16,256",
+    run_dir: Annotated[
+        Path | None, typer.Option("--run", help="Write RUN_DIR/latency.json (for the report).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the JSON here (when --run is not given).")
+    ] = None,
+) -> None:
+    """HTTP latency per stage over a concurrency sweep, and in-process scoring latency."""
+    _one_math_thread()  # as `gatebench serve` runs
+    from gatebench.artifacts import write_json
+    from gatebench.serve.bench import latency_tables, run_latency_bench
+
+    try:
+        result = run_latency_bench(
+            model_dir,
+            url=url,
+            spawn=spawn,
+            workers=workers,
+            token=token,
+            concurrency=_int_list(concurrency, "--concurrency"),
+            requests=requests,
+            seed=seed,
+            texts_file=texts,
+            data_dir=data_dir,
+            in_process=in_process,
+            n_single=n_single,
+            batch_sizes=_int_list(batch_sizes, "--batch-sizes"),
+        )
+    except GatebenchError as exc:
+        _fail(exc)
+    wide = Console(width=max(console.width, 170))  # the sweep table has 14 columns
+    for title, headers, rows in latency_tables(result):
+        table = Table(title=title)
+        for i, col in enumerate(headers):
+            table.add_column(col, justify="left" if i == 0 else "right")
+        for row in rows:
+            table.add_row(*row)
+        wide.print(table, highlight=False)
+    target = run_dir / "latency.json" if run_dir is not None else out
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_json(target, result)
+        console.print(f"latency written: {target}")
 
 
 @app.command("compare")
@@ -553,6 +679,143 @@ def report(
 ) -> None:
     """Render the self-contained HTML report (and result.md, figures) from a run directory."""
     _render(run_dir, out)
+
+
+BulkModel = Annotated[Path, typer.Argument(help="A model directory from `gatebench train`.")]
+BulkInput = Annotated[Path, typer.Argument(help="Input .parquet or .jsonl file.")]
+TextField = Annotated[str, typer.Option("--text-field", help="Column/key holding the text.")]
+IdField = Annotated[
+    str | None, typer.Option("--id-field", help="Column/key holding a row id (default: id).")
+]
+BatchRows = Annotated[
+    int, typer.Option("--batch-rows", help="Rows per partition (memory and unit of work).")
+]
+BulkBackend = Annotated[str, typer.Option("--backend", help="local or dask.")]
+BulkScheduler = Annotated[
+    str | None,
+    typer.Option("--scheduler", help="dask scheduler tcp://HOST:PORT (or $GATEBENCH_SCHEDULER)."),
+]
+BulkJobs = Annotated[
+    int | None, typer.Option("--jobs", help="Local processes / local dask workers.")
+]
+
+
+def _print_bulk(summary: dict[str, Any], where: Path) -> None:
+    t = summary["timing"]
+    console.print(
+        f"{summary['rows_read']:,} rows read, {summary['rows_scored']:,} scored, "
+        f"{summary['rows_rejected']:,} rejected in {t.get('total_s', t['wall_s']):.1f} s "
+        f"({summary['executor']}, {summary['partitions']} partitions)",
+        highlight=False,
+    )
+    if summary["rows_rejected"]:
+        reasons = ", ".join(f"{k} {v:,}" for k, v in summary["rejected_by_reason"].items() if v)
+        console.print(
+            f"[yellow]rejected rows[/] ({reasons}) keep their place in the output with a "
+            "`rejected` reason; the first ones are listed in the summary",
+            highlight=False,
+        )
+    if summary["flagged"] is not None:
+        console.print(
+            f"flagged {summary['flagged']:,} ({_pct(summary['flagged_share'])}) at threshold "
+            f"{summary['model']['threshold']:.4f}",
+            highlight=False,
+        )
+    console.print(f"written: {where}", highlight=False)
+
+
+@app.command("score")
+def score(
+    model_dir: BulkModel,
+    input_path: BulkInput,
+    out: Annotated[Path, typer.Option("--out", help="Output .parquet (scores and decisions).")],
+    text_field: TextField = "text",
+    id_field: IdField = None,
+    batch_rows: BatchRows = 10_000,
+    backend: BulkBackend = "local",
+    scheduler: BulkScheduler = None,
+    jobs: BulkJobs = None,
+) -> None:
+    """Score a large file in partitions; writes OUT and OUT.summary.json."""
+    from gatebench.bulk import score_file
+    from gatebench.bulk.io import summary_path
+
+    try:
+        summary = score_file(
+            model_dir,
+            input_path,
+            out,
+            text_field=text_field,
+            id_field=id_field,
+            batch_rows=batch_rows,
+            backend=backend,
+            jobs=jobs,
+            scheduler=scheduler,
+        )
+    except GatebenchError as exc:
+        _fail(exc)
+    _print_bulk(summary, out)
+    console.print(f"summary: {summary_path(out)}", highlight=False)
+
+
+@app.command("audit")
+def audit(
+    model_dir: BulkModel,
+    input_path: BulkInput,
+    out: Annotated[Path, typer.Option("--out", help="Output directory.")],
+    text_field: TextField = "text",
+    id_field: IdField = None,
+    batch_rows: BatchRows = 10_000,
+    backend: BulkBackend = "local",
+    scheduler: BulkScheduler = None,
+    jobs: BulkJobs = None,
+    seed: Seed = None,
+) -> None:
+    """Score a large file and cluster its near-duplicates (MinHash-LSH) with score spread."""
+    from gatebench.bulk import audit_file
+    from gatebench.config import RunConfig
+
+    try:
+        summary = audit_file(
+            model_dir,
+            input_path,
+            out,
+            text_field=text_field,
+            id_field=id_field,
+            batch_rows=batch_rows,
+            backend=backend,
+            jobs=jobs,
+            scheduler=scheduler,
+            seed=RunConfig().seed if seed is None else seed,
+        )
+    except GatebenchError as exc:
+        _fail(exc)
+    _print_bulk(summary, out)
+    c = summary["clustering"]
+    console.print(
+        f"near-duplicates: {c['clusters_size_ge2']:,} clusters of ≥ 2 rows hold "
+        f"{c['rows_in_clusters_size_ge2']:,} rows; largest {c['largest_cluster']:,}; "
+        f"{c['clusters_with_mixed_decisions']:,} clusters with mixed decisions",
+        highlight=False,
+    )
+    if not c["largest_clusters"]:
+        return
+    table = Table(title="largest clusters")
+    for col in ("cluster", "size", "distinct", "first id", "mean", "min", "max", "flagged"):
+        table.add_column(col)
+    for r in c["largest_clusters"]:
+        stats = ("score_mean", "score_min", "score_max")
+        cells = ["" if r[k] is None else f"{r[k]:.3f}" for k in stats]
+        share = "" if r["flagged_share"] is None else _pct(r["flagged_share"])
+        table.add_row(
+            str(r["cluster"]),
+            str(r["size"]),
+            str(r["distinct_texts"]),
+            str(r["first_id"]),
+            *cells,
+            share,
+        )
+    console.print(table)
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m gatebench.cli`

@@ -1,0 +1,204 @@
+"""Run one function over a stream of partitions, in order, with bounded memory.
+
+At most ``max_in_flight`` partitions are submitted and not yet collected, so
+the driver never reads far ahead of the workers; results come back in input
+order (a slow partition holds back the ones behind it, never reorders them).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from gatebench.errors import ConfigError
+
+__all__ = ["BULK_BACKENDS", "Pool", "open_pool"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+BULK_BACKENDS = ("local", "dask")
+_SCHEDULER_ENV = "GATEBENCH_SCHEDULER"  # the same variable gatebench.parallel reads
+
+
+class _Future(Protocol):
+    def result(self) -> Any: ...
+
+
+@dataclass
+class Pool:
+    """Where partitions run: inline, in local worker processes, or on dask.
+
+    Attributes
+    ----------
+    backend : str
+        ``local`` or ``dask``.
+    workers : int
+        Parallel workers (1 when inline).
+    description : str
+        One line for the summary, e.g. ``dask tcp://10.0.0.5:8786 (8 workers)``.
+    """
+
+    backend: str
+    workers: int
+    description: str
+    _submit: Callable[..., _Future] | None = None
+    wait_s: float = 0.0
+
+    def imap(
+        self,
+        fn: Callable[..., R],
+        items: Iterable[T],
+        *,
+        max_in_flight: int | None = None,
+        **kwargs: Any,
+    ) -> Iterator[R]:
+        """``fn(item, **kwargs)`` for each item, yielded in input order.
+
+        Parameters
+        ----------
+        fn : callable
+            A module-level function (it is pickled for worker processes).
+        items : iterable
+            Consumed lazily: only ``max_in_flight`` items are held at a time.
+        max_in_flight : int, optional
+            Submitted but uncollected items; default twice the workers.
+        **kwargs
+            Passed to every call.
+        """
+        if self._submit is None:
+            yield from (fn(item, **kwargs) for item in items)
+            return
+        limit = max_in_flight or 2 * self.workers
+        pending: deque[_Future] = deque()
+        for item in items:
+            pending.append(self._submit(fn, item, **kwargs))
+            while len(pending) >= limit:
+                yield self._collect(pending.popleft())
+        while pending:
+            yield self._collect(pending.popleft())
+
+    def _collect(self, future: _Future) -> Any:
+        """The future's result; time spent blocked on it goes to ``wait_s``."""
+        t0 = time.perf_counter()
+        try:
+            return future.result()
+        finally:
+            self.wait_s += time.perf_counter() - t0
+
+
+@contextmanager
+def open_pool(
+    backend: str = "local", *, jobs: int | None = None, scheduler: str | None = None
+) -> Iterator[Pool]:
+    """Open the workers for a bulk run and close them afterwards.
+
+    Parameters
+    ----------
+    backend : {"local", "dask"}
+        ``local`` runs in this process (``jobs`` = 1, the default) or in
+        ``jobs`` worker processes; ``dask`` submits to the scheduler at
+        ``scheduler`` (or ``$GATEBENCH_SCHEDULER``), else a local cluster of
+        ``jobs`` (default 2) single-threaded worker processes.
+    jobs : int, optional
+        Local worker processes, or the size of the local dask cluster.
+    scheduler : str, optional
+        ``tcp://host:port`` of a running dask scheduler.
+    """
+    if backend not in BULK_BACKENDS:
+        raise ConfigError(
+            f"--backend {backend!r} is unknown for bulk scoring; use one of "
+            f"{', '.join(BULK_BACKENDS)}"
+        )
+    if jobs is not None and (isinstance(jobs, bool) or jobs < 1):
+        raise ConfigError(f"--jobs {jobs!r} is invalid; use a positive number of workers")
+    if backend == "local":
+        if not jobs or jobs == 1:
+            yield Pool("local", 1, "local (in process)")
+            return
+        # spawn, not fork: the driver may already run pyarrow/BLAS threads.
+        executor: Executor = ProcessPoolExecutor(
+            max_workers=jobs, mp_context=multiprocessing.get_context("spawn")
+        )
+        try:
+            yield Pool("local", jobs, f"local ({jobs} processes)", _submit_to(executor))
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+        return
+    with _dask_pool(jobs, scheduler or os.environ.get(_SCHEDULER_ENV)) as pool:
+        yield pool
+
+
+def _submit_to(executor: Executor) -> Callable[..., Future[Any]]:
+    def submit(fn: Callable[..., Any], item: Any, **kwargs: Any) -> Future[Any]:
+        return executor.submit(fn, item, **kwargs)
+
+    return submit
+
+
+@contextmanager
+def _dask_pool(jobs: int | None, scheduler: str | None) -> Iterator[Pool]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise ConfigError(
+            "--backend dask needs dask.distributed: pip install 'gatebench[dask]'"
+        ) from exc
+    cluster = None
+    if scheduler is None:
+        cluster = LocalCluster(n_workers=jobs or 2, threads_per_worker=1, dashboard_address=None)
+    try:
+        client = Client(scheduler or cluster)
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise ConfigError(
+            f"cannot reach the dask scheduler {scheduler!r} ({exc}); start it with "
+            "`dask scheduler` or fix --scheduler / $GATEBENCH_SCHEDULER"
+        ) from exc
+    try:
+        _check_workers(client)
+        workers = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+        where = scheduler or "local cluster"
+
+        def submit(fn: Callable[..., Any], item: Any, **kwargs: Any) -> Any:
+            return client.submit(fn, item, pure=False, **kwargs)
+
+        yield Pool("dask", max(workers, 1), f"dask {where} ({workers} workers)", submit)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _worker_version() -> str:
+    """Import the bulk worker code (so the first partition does not pay for it)."""
+    import gatebench.bulk.score  # noqa: F401
+    from gatebench.bulk.score import _gatebench_version
+
+    return _gatebench_version()
+
+
+def _check_workers(client: Any) -> None:
+    """Warm every worker up and refuse workers running another gatebench version."""
+    here = _worker_version()
+    try:
+        versions = client.run(_worker_version)
+    except ImportError as exc:
+        raise ConfigError(
+            f"a dask worker cannot import gatebench ({exc}); install the same gatebench "
+            f"({here}) on every worker"
+        ) from exc
+    other = {w: v for w, v in versions.items() if v != here}
+    if other:
+        raise ConfigError(
+            f"dask workers run another gatebench version ({other}); this driver runs {here}. "
+            "Install the same version everywhere"
+        )

@@ -1,0 +1,339 @@
+"""Streaming readers and writers for bulk scoring: never the whole file in memory.
+
+Inputs are Parquet (read one record batch at a time with
+:meth:`pyarrow.parquet.ParquetFile.iter_batches`) or JSON Lines (read line by
+line). Each yields :class:`Partition` objects of at most ``batch_rows`` rows.
+Structural problems (no text column, a non-string text, a line that is not a
+JSON object) stop the run with a :class:`~gatebench.errors.DataError` naming
+the file, the row or line, the bad value and the fix. Rows whose text is null
+or empty are not errors: they are kept, marked with a reason, counted and
+reported, never dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from gatebench.errors import ConfigError, DataError
+
+__all__ = [
+    "OUTPUT_SCHEMA",
+    "REJECT_REASONS",
+    "Partition",
+    "PartitionReader",
+    "ResultWriter",
+    "file_digest",
+    "input_format",
+    "reject_reason",
+    "summary_path",
+]
+
+#: Why a row was not scored. Every rejected row stays in the output with its reason.
+REJECT_REASONS = {
+    "null": "the text is null",
+    "empty": "the text is empty or only whitespace",
+    "lone_surrogate": "the text holds a lone UTF-16 surrogate (not valid Unicode)",
+}
+
+#: Columns of the per-row output, one row per input row, in input order.
+OUTPUT_SCHEMA = pa.schema(
+    [
+        pa.field("row", pa.int64(), nullable=False),
+        pa.field("id", pa.string()),
+        pa.field("text_hash", pa.string()),
+        pa.field("score", pa.float64()),
+        pa.field("flagged", pa.bool_()),
+        pa.field("n_chunks", pa.int32()),
+        pa.field("rejected", pa.string()),
+    ]
+)
+
+_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_STRING_TYPES = (pa.types.is_string, pa.types.is_large_string)
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A run of consecutive input rows, the unit of work sent to a worker.
+
+    Attributes
+    ----------
+    index : int
+        Partition number, 0-based, in input order.
+    start_row : int
+        0-based input row of the first text; row ``start_row + i`` is ``texts[i]``.
+    texts : list of str or None
+        The text column; None where the value is null.
+    ids : list of str or None
+        The id column as strings (None where absent or null).
+    lines : list of int, optional
+        1-based line number of each row (JSONL only; blank lines are skipped).
+    """
+
+    index: int
+    start_row: int
+    texts: list[str | None]
+    ids: list[str | None]
+    lines: list[int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def reject_reason(text: str | None) -> str | None:
+    """Why ``text`` cannot be scored (a key of :data:`REJECT_REASONS`), or None.
+
+    Examples
+    --------
+    >>> [reject_reason(t) for t in ("hi", "  ", None, "a\\ud800")]
+    [None, 'empty', 'null', 'lone_surrogate']
+    """
+    if text is None:
+        return "null"
+    if not text.strip():
+        return "empty"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "lone_surrogate"
+    return None
+
+
+def input_format(path: Path) -> str:
+    """``"parquet"`` or ``"jsonl"`` from the file name; a clear error otherwise."""
+    fmt = _FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ConfigError(
+            f"{path}: cannot tell the input format from the suffix {path.suffix!r}; "
+            "use a .parquet or .jsonl file (one JSON object per line)"
+        )
+    if not path.is_file():
+        raise DataError(f"{path}: no such file; pass an existing .parquet or .jsonl file")
+    return fmt
+
+
+def _check_batch_rows(batch_rows: int) -> None:
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise ConfigError(f"--batch-rows {batch_rows!r} is invalid; use a positive row count")
+
+
+def _id_string(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+class PartitionReader:
+    """Iterate over the input in partitions of at most ``batch_rows`` rows.
+
+    Parameters
+    ----------
+    path : Path
+        A ``.parquet`` or ``.jsonl`` file.
+    text_field : str
+        Column (Parquet) or key (JSONL) holding the text.
+    id_field : str, optional
+        Column or key holding a row id. When omitted, ``id`` is used if present.
+    batch_rows : int
+        Rows per partition; bounds the memory a partition takes.
+
+    Attributes
+    ----------
+    format : str
+        ``"parquet"`` or ``"jsonl"``.
+    rows : int
+        Rows yielded so far.
+    blank_lines : int
+        Blank JSONL lines skipped so far (they are not rows).
+
+    Raises
+    ------
+    DataError
+        While iterating: the text field is missing, a text is not a string, or
+        a JSONL line is not a JSON object; the message names the file, row or
+        line and the value.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        text_field: str = "text",
+        id_field: str | None = None,
+        batch_rows: int = 10_000,
+    ) -> None:
+        _check_batch_rows(batch_rows)
+        self.path = path
+        self.format = input_format(path)
+        self.text_field = text_field
+        self.id_field = id_field
+        self.batch_rows = batch_rows
+        self.rows = 0
+        self.blank_lines = 0
+
+    def __iter__(self) -> Iterator[Partition]:
+        parts = self._parquet() if self.format == "parquet" else self._jsonl()
+        for part in parts:
+            self.rows += len(part)
+            yield part
+
+    def _parquet(self) -> Iterator[Partition]:
+        path, text_field, id_field = self.path, self.text_field, self.id_field
+        try:
+            # pre_buffer=False: with pre-buffering, pyarrow keeps the read-ahead
+            # buffers of the whole file alive while iterating (measured: +1.3 MB per
+            # 5,000-row batch of a 1M-row file), so memory would grow with the file.
+            pf = pq.ParquetFile(path, pre_buffer=False)
+        except (OSError, pa.ArrowException) as exc:
+            raise DataError(f"{path}: not a readable Parquet file ({exc}); check the file") from exc
+        schema = pf.schema_arrow
+        names = schema.names
+        if text_field not in names:
+            raise DataError(
+                f"{path}: no column {text_field!r} (columns: {', '.join(names)}); "
+                "name the text column with --text-field"
+            )
+        text_type = schema.field(text_field).type
+        if pa.types.is_dictionary(text_type):
+            text_type = text_type.value_type
+        text_ok = any(check(text_type) for check in _STRING_TYPES) or pa.types.is_null(text_type)
+        if id_field is not None and id_field not in names:
+            raise DataError(
+                f"{path}: no column {id_field!r} for --id-field (columns: {', '.join(names)}); "
+                "name an existing column or omit --id-field"
+            )
+        id_col = id_field if id_field is not None else ("id" if "id" in names else None)
+        columns = [text_field] + ([id_col] if id_col and id_col != text_field else [])
+        start = 0
+        batches = pf.iter_batches(batch_size=self.batch_rows, columns=columns)
+        for index, batch in enumerate(batches):
+            texts = batch.column(text_field).to_pylist()
+            if not text_ok:
+                bad = next((i for i, t in enumerate(texts) if t is not None), 0)
+                raise DataError(
+                    f"{path}: column {text_field!r} has type {schema.field(text_field).type}, "
+                    f"not string; row {start + bad} holds {texts[bad]!r:.60}. Store the texts "
+                    "as strings or point --text-field at the text column"
+                )
+            ids: list[str | None] = [None] * len(texts)
+            if id_col:
+                ids = [_id_string(v) for v in batch.column(id_col).to_pylist()]
+            yield Partition(index, start, texts, ids)
+            start += len(texts)
+
+    def _jsonl(self) -> Iterator[Partition]:
+        path, text_field, id_field = self.path, self.text_field, self.id_field
+        id_key = id_field if id_field is not None else "id"
+        texts: list[str | None] = []
+        ids: list[str | None] = []
+        lines: list[int] = []
+        index = start = 0
+        with path.open("rb") as fh:
+            for line_no, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    self.blank_lines += 1  # not a row; reported in the summary
+                    continue
+                text, row_id = _json_row(raw, path, line_no, text_field, id_field, id_key)
+                texts.append(text)
+                ids.append(row_id)
+                lines.append(line_no)
+                if len(texts) == self.batch_rows:
+                    yield Partition(index, start, texts, ids, lines)
+                    index, start = index + 1, start + len(texts)
+                    texts, ids, lines = [], [], []
+        if texts:
+            yield Partition(index, start, texts, ids, lines)
+
+
+def _json_row(
+    raw: bytes, path: Path, line_no: int, text_field: str, id_field: str | None, id_key: str
+) -> tuple[str | None, str | None]:
+    """Text and id of one JSONL line, or a DataError naming the line."""
+    raw = raw.rstrip(b"\r\n")
+    try:
+        row = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{path}:{line_no}: line is not valid UTF-8 ({exc.reason} at byte "
+            f"{exc.start}); re-encode the file as UTF-8"
+        ) from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"{path}:{line_no}: invalid JSON ({exc.msg} at character {exc.pos + 1}): "
+            f"{raw[:80].decode('utf-8', 'replace')!r}. Write one JSON object per line"
+        ) from exc
+    if not isinstance(row, dict):
+        raise DataError(
+            f"{path}:{line_no}: expected a JSON object, got {type(row).__name__} "
+            f"{raw[:60].decode('utf-8', 'replace').strip()!r}; write one "
+            f'{{"{text_field}": "..."}} object per line'
+        )
+    if text_field not in row:
+        raise DataError(
+            f"{path}:{line_no}: no {text_field!r} key (keys: {', '.join(map(str, row))}); "
+            "name the text key with --text-field"
+        )
+    text = row[text_field]
+    if text is not None and not isinstance(text, str):
+        raise DataError(
+            f"{path}:{line_no}: {text_field!r} is {type(text).__name__} "
+            f"{json.dumps(text)[:60]}, not a string; quote the text or fix the field"
+        )
+    if id_field is not None and id_field not in row:
+        raise DataError(
+            f"{path}:{line_no}: no {id_field!r} key for --id-field "
+            f"(keys: {', '.join(map(str, row))}); add it or omit --id-field"
+        )
+    return text, _id_string(row.get(id_key))
+
+
+def file_digest(path: Path, *, chunk_bytes: int = 1 << 20) -> dict[str, Any]:
+    """Size and SHA-256 of a file, read in 1 MiB chunks."""
+    sha = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk_bytes):
+            sha.update(block)
+    return {"bytes": path.stat().st_size, "sha256": sha.hexdigest()}
+
+
+def summary_path(out: Path) -> Path:
+    """``OUT.summary.json`` beside ``OUT.parquet``."""
+    return out.with_name(f"{out.stem}.summary.json")
+
+
+class ResultWriter:
+    """Append per-row results to a Parquet file, one row group per partition.
+
+    Rows go to ``OUT.partial`` and the file is renamed to ``OUT`` on
+    :meth:`close`, so an interrupted run never leaves a truncated ``OUT``.
+    """
+
+    def __init__(self, out: Path, schema: pa.Schema = OUTPUT_SCHEMA) -> None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self._partial = out.with_name(out.name + ".partial")
+        self._writer = pq.ParquetWriter(self._partial, schema)
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        """Append one partition's rows."""
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self) -> None:
+        """Finish the file and move it into place."""
+        self._writer.close()
+        self._partial.replace(self.out)
+
+    def abort(self) -> None:
+        """Drop the partial file after a failure."""
+        self._writer.close()
+        self._partial.unlink(missing_ok=True)

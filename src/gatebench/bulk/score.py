@@ -1,0 +1,460 @@
+"""Bulk scoring: a model directory over a Parquet or JSONL file, streamed.
+
+The driver reads the input one partition at a time, sends each partition to a
+worker (this process, local processes or a dask cluster), and appends the
+results to the output Parquet file in input order. Workers load the model
+directory once per process. Long texts are cut with the service's
+:func:`gatebench.serve.model.windows` and max-pooled, so a row gets the score
+``gatebench serve`` would give it. Every input row has one output row; rows
+that cannot be scored (null, empty, invalid Unicode) keep their place with a
+``rejected`` reason and are counted in the summary.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from gatebench.bulk._executor import open_pool
+from gatebench.bulk.io import (
+    OUTPUT_SCHEMA,
+    REJECT_REASONS,
+    Partition,
+    PartitionReader,
+    ResultWriter,
+    file_digest,
+    reject_reason,
+    summary_path,
+)
+from gatebench.detectors import check_scores
+from gatebench.modeldir import MANIFEST, LoadedModel, load_model
+from gatebench.serve.model import ServeSettings, windows
+from gatebench.split._minhash import signatures
+from gatebench.split.groups import LSHParams
+from gatebench.text import normalise_text, text_hash
+
+__all__ = ["PartitionResult", "process_partition", "run_bulk", "score_file"]
+
+#: Windows per ``detector.score`` call inside a partition; bounds the
+#: featuriser's memory whatever ``--batch-rows`` is. Scores do not depend on it.
+SCORE_BATCH = 1024
+#: Rejected rows listed one by one in the summary (all are counted).
+MAX_REJECTED_LISTED = 50
+
+_SERVE = ServeSettings()
+
+
+@dataclass
+class PartitionResult:
+    """What a worker sends back for one partition.
+
+    Attributes
+    ----------
+    index : int
+        Partition number.
+    table : pyarrow.Table
+        Output rows in :data:`gatebench.bulk.io.OUTPUT_SCHEMA`.
+    rejected : list of dict
+        ``row``, ``line`` (JSONL), ``id`` and ``reason`` of each rejected row.
+    windowed : int
+        Texts longer than one window (scored as the max over windows).
+    seconds : float
+        Worker time for the partition (scoring, hashing, signatures).
+    signatures : ndarray of uint32, optional
+        MinHash signatures of the partition's distinct accepted texts, when
+        near-duplicate signatures were requested.
+    signature_hashes : list of str, optional
+        ``text_hash`` of each signature row.
+    """
+
+    index: int
+    table: pa.Table
+    rejected: list[dict[str, Any]]
+    windowed: int
+    seconds: float
+    signatures: NDArray[np.uint32] | None = None
+    signature_hashes: list[str] | None = None
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_model(model_dir: str, stamp: float) -> LoadedModel:
+    """One load per worker process (``stamp`` = manifest mtime, so a rewrite reloads)."""
+    del stamp
+    return load_model(model_dir)
+
+
+def _model(model_dir: str) -> LoadedModel:
+    return _cached_model(model_dir, (Path(model_dir) / MANIFEST).stat().st_mtime)
+
+
+def _pooled_scores(
+    model: LoadedModel, texts: list[str], score_batch: int
+) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Max-pooled score and window count per text (the service's windowing)."""
+    spans = [windows(t, _SERVE.chunk_chars, _SERVE.chunk_overlap) for t in texts]
+    counts = np.fromiter((len(sp) for sp in spans), dtype=np.int64, count=len(spans))
+    flat = [t[a:b] for t, sp in zip(texts, spans, strict=True) for a, b in sp]
+    det = model.detector
+    raw = np.empty(len(flat), dtype=np.float64)
+    for start in range(0, len(flat), score_batch):
+        chunk = flat[start : start + score_batch]
+        raw[start : start + len(chunk)] = check_scores(det.name, det.score(chunk), len(chunk))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return np.maximum.reduceat(raw, starts), counts
+
+
+def process_partition(
+    part: Partition,
+    *,
+    model_dir: str | None,
+    lsh: LSHParams | None = None,
+    score_batch: int = SCORE_BATCH,
+) -> PartitionResult:
+    """Score one partition (and optionally compute its MinHash signatures).
+
+    Parameters
+    ----------
+    part : Partition
+        Rows to process.
+    model_dir : str or None
+        Model directory; None skips scoring (near-duplicate audit only).
+    lsh : LSHParams, optional
+        When given, also return signatures of the distinct accepted texts.
+    score_batch : int
+        Windows per ``detector.score`` call.
+
+    Returns
+    -------
+    PartitionResult
+    """
+    t0 = time.perf_counter()
+    n = len(part)
+    reasons = [reject_reason(t) for t in part.texts]
+    ok = [i for i, r in enumerate(reasons) if r is None]
+    ok_texts = [t for t, r in zip(part.texts, reasons, strict=True) if r is None and t is not None]
+    hashes: list[str | None] = [None] * n
+    ok_hashes = [text_hash(t) for t in ok_texts]
+    for i, h in zip(ok, ok_hashes, strict=True):
+        hashes[i] = h
+
+    score = np.full(n, np.nan)
+    n_chunks = np.zeros(n, dtype=np.int32)
+    flagged: list[bool | None] = [None] * n
+    windowed = 0
+    if model_dir is not None and ok:
+        model = _model(model_dir)
+        pooled, counts = _pooled_scores(model, ok_texts, score_batch)
+        score[ok] = pooled
+        n_chunks[ok] = counts
+        windowed = int((counts > 1).sum())
+        for i, s in zip(ok, pooled.tolist(), strict=True):
+            flagged[i] = s >= model.threshold
+    scored = model_dir is not None
+    valid = np.array([r is None for r in reasons], dtype=bool)
+    table = pa.table(
+        {
+            "row": pa.array(np.arange(part.start_row, part.start_row + n, dtype=np.int64)),
+            "id": pa.array(part.ids, pa.string()),
+            "text_hash": pa.array(hashes, pa.string()),
+            "score": pa.array(score, pa.float64(), mask=~valid if scored else np.ones(n, bool)),
+            "flagged": pa.array(flagged, pa.bool_()),
+            "n_chunks": pa.array(n_chunks, pa.int32(), mask=~valid if scored else np.ones(n, bool)),
+            "rejected": pa.array(reasons, pa.string()),
+        },
+        schema=OUTPUT_SCHEMA,
+    )
+    rejected = [
+        {
+            "row": part.start_row + i,
+            **({"line": part.lines[i]} if part.lines is not None else {}),
+            "id": part.ids[i],
+            "reason": r,
+        }
+        for i, r in enumerate(reasons)
+        if r is not None
+    ]
+    result = PartitionResult(part.index, table, rejected, windowed, 0.0)
+    if lsh is not None:
+        first: dict[str, int] = {}
+        for j, h in enumerate(ok_hashes):
+            first.setdefault(h, j)
+        result.signatures = signatures(
+            [normalise_text(ok_texts[j]) for j in first.values()],
+            shingle_size=lsh.shingle_size,
+            num_perm=lsh.num_perm,
+            seed=lsh.seed,
+        )
+        result.signature_hashes = list(first)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+@dataclass
+class _Tally:
+    """Counters the driver keeps while results stream past."""
+
+    rows: int = 0
+    scored: int = 0
+    flagged: int = 0
+    windowed: int = 0
+    partitions: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    partition_seconds: list[float] = field(default_factory=list)
+    read_s: float = 0.0
+    write_s: float = 0.0
+
+    def add(self, result: PartitionResult) -> None:
+        table = result.table
+        self.rows += table.num_rows
+        self.partitions += 1
+        self.windowed += result.windowed
+        self.scored += table.num_rows - len(result.rejected)
+        self.flagged += int(np.asarray(table.column("flagged").fill_null(False)).sum())
+        self.reasons.update(r["reason"] for r in result.rejected)
+        room = MAX_REJECTED_LISTED - len(self.rejected)
+        if room > 0:
+            self.rejected.extend(result.rejected[:room])
+        self.partition_seconds.append(result.seconds)
+
+
+def _timed(reader: PartitionReader, tally: _Tally) -> Iterator[Partition]:
+    it = iter(reader)
+    while True:
+        t0 = time.perf_counter()
+        try:
+            part = next(it)
+        except StopIteration:
+            return
+        finally:
+            tally.read_s += time.perf_counter() - t0
+        yield part
+
+
+def _gatebench_version() -> str:
+    try:
+        return version("gatebench")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
+def run_bulk(
+    model_dir: Path | None,
+    input_path: Path,
+    out: Path,
+    *,
+    text_field: str = "text",
+    id_field: str | None = None,
+    batch_rows: int = 10_000,
+    backend: str = "local",
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    lsh: LSHParams | None = None,
+    on_result: Callable[[PartitionResult], None] | None = None,
+    max_in_flight: int | None = None,
+) -> dict[str, Any]:
+    """Stream ``input_path`` through the workers and write per-row results to ``out``.
+
+    The engine behind :func:`score_file` and :func:`gatebench.bulk.audit.audit_file`.
+
+    Parameters
+    ----------
+    model_dir : Path or None
+        Model directory; None writes hashes and rejections only.
+    input_path : Path
+        ``.parquet`` or ``.jsonl`` input.
+    out : Path
+        Output Parquet file (written as ``OUT.partial``, renamed when complete).
+    text_field, id_field : str
+        Input column/key names; ``id_field`` defaults to ``id`` when present.
+    batch_rows : int
+        Rows per partition.
+    backend : {"local", "dask"}
+        Where partitions run; see :func:`gatebench.bulk._executor.open_pool`.
+    jobs : int, optional
+        Local worker processes, or workers of the local dask cluster.
+    scheduler : str, optional
+        Dask scheduler address.
+    lsh : LSHParams, optional
+        Also compute MinHash signatures per partition.
+    on_result : callable, optional
+        Called with each :class:`PartitionResult`, in input order.
+    max_in_flight : int, optional
+        Partitions submitted and not yet written; default twice the workers.
+
+    Returns
+    -------
+    dict
+        The run summary (without the output-specific parts callers add).
+    """
+    t_start = time.perf_counter()
+    model_meta: dict[str, Any] | None = None
+    model_key: str | None = None
+    if model_dir is not None:
+        model_key = str(Path(model_dir).resolve())
+        loaded = _model(model_key)  # fail before any worker starts; cached for `local`
+        model_meta = {
+            "dir": model_key,
+            "detector": loaded.meta.get("detector"),
+            "threshold": loaded.threshold,
+            "target_fpr": loaded.meta.get("target_fpr"),
+            "trace_id": loaded.meta.get("trace_id"),
+        }
+    reader = PartitionReader(
+        input_path, text_field=text_field, id_field=id_field, batch_rows=batch_rows
+    )
+    tally = _Tally()
+    writer = ResultWriter(out)
+    try:
+        t_pool = time.perf_counter()
+        with open_pool(backend, jobs=jobs, scheduler=scheduler) as pool:
+            startup_s = time.perf_counter() - t_pool
+            results = pool.imap(
+                process_partition,
+                _timed(reader, tally),
+                max_in_flight=max_in_flight,
+                model_dir=model_key,
+                lsh=lsh,
+            )
+            for result in results:
+                t0 = time.perf_counter()
+                writer.write(result.table)
+                tally.write_s += time.perf_counter() - t0
+                tally.add(result)
+                if on_result is not None:
+                    on_result(result)
+            where = pool.description
+            workers = pool.workers
+            wait_s = pool.wait_s
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
+    wall = time.perf_counter() - t_start
+    seconds = np.asarray(tally.partition_seconds or [0.0])
+    return {
+        "gatebench_version": _gatebench_version(),
+        "input": {
+            "path": str(input_path),
+            "format": reader.format,
+            **file_digest(input_path),
+            "text_field": text_field,
+            "id_field": id_field,
+        },
+        "model": model_meta,
+        "output": str(out),
+        "rows_read": tally.rows,
+        "rows_scored": tally.scored if model_dir is not None else 0,
+        "rows_rejected": sum(tally.reasons.values()),
+        "rejected_by_reason": {r: tally.reasons.get(r, 0) for r in REJECT_REASONS},
+        "reject_reasons": REJECT_REASONS,
+        "rejected_rows": tally.rejected,
+        "rejected_rows_listed": f"first {MAX_REJECTED_LISTED}; all are in the output",
+        "blank_lines_skipped": reader.blank_lines,
+        "flagged": tally.flagged if model_dir is not None else None,
+        "flagged_share": (
+            tally.flagged / tally.scored if model_dir is not None and tally.scored else None
+        ),
+        "windowed_texts": tally.windowed,
+        "chunking": {"chunk_chars": _SERVE.chunk_chars, "chunk_overlap": _SERVE.chunk_overlap},
+        "partitions": tally.partitions,
+        "batch_rows": batch_rows,
+        "backend": backend,
+        "workers": workers,
+        "executor": where,
+        "timing": {
+            "wall_s": round(wall, 3),
+            "startup_s": round(startup_s, 3),
+            "rows_per_s": round(tally.rows / wall, 1) if wall > 0 else None,
+            "read_s": round(tally.read_s, 3),
+            "write_s": round(tally.write_s, 3),
+            "wait_s": round(wait_s, 3),
+            "driver_busy_s": round(wall - startup_s - wait_s, 3),
+            "partition_s_total": round(float(seconds.sum()), 3),
+            "partition_s_median": round(float(np.median(seconds)), 4),
+            "partition_s_max": round(float(seconds.max()), 4),
+        },
+    }
+
+
+def score_file(
+    model_dir: Path,
+    input_path: Path,
+    out: Path,
+    *,
+    text_field: str = "text",
+    id_field: str | None = None,
+    batch_rows: int = 10_000,
+    backend: str = "local",
+    jobs: int | None = None,
+    scheduler: str | None = None,
+) -> dict[str, Any]:
+    """Score every row of a Parquet/JSONL file with a model directory.
+
+    Writes ``out`` (columns ``row, id, text_hash, score, flagged, n_chunks,
+    rejected``; one row per input row, input order) and ``OUT.summary.json``
+    beside it, and returns the summary.
+
+    Parameters
+    ----------
+    model_dir : Path
+        A model directory from ``gatebench train``.
+    input_path : Path
+        ``.parquet`` or ``.jsonl`` file; read in partitions of ``batch_rows``.
+    out : Path
+        Output Parquet file.
+    text_field, id_field : str
+        Input column/key names; ``id_field`` defaults to ``id`` when present.
+    batch_rows : int
+        Rows per partition (memory per partition, and the unit of work).
+    backend : {"local", "dask"}
+        ``local``: this process, or ``jobs`` processes; ``dask``: the cluster
+        at ``scheduler``/``$GATEBENCH_SCHEDULER`` or a local one. The output
+        is identical whichever runs it.
+    jobs : int, optional
+        Local processes or local dask workers.
+    scheduler : str, optional
+        Dask scheduler ``tcp://host:port``.
+
+    Returns
+    -------
+    dict
+        The summary also written to ``OUT.summary.json``.
+
+    Examples
+    --------
+    >>> score_file(Path("model"), Path("traffic.parquet"), Path("scores.parquet"))  # doctest: +SKIP
+    """
+    summary = {
+        "command": "score",
+        **run_bulk(
+            model_dir,
+            input_path,
+            out,
+            text_field=text_field,
+            id_field=id_field,
+            batch_rows=batch_rows,
+            backend=backend,
+            jobs=jobs,
+            scheduler=scheduler,
+        ),
+    }
+    write_summary(summary_path(out), summary)
+    return summary
+
+
+def write_summary(path: Path, summary: dict[str, Any]) -> None:
+    """Write a summary as indented JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=2, default=str) + "\n")
