@@ -217,6 +217,8 @@ def evaluate(config: RunConfig, *, progress: Progress | None = None) -> Path:
             fpr=config.fpr,
             seed=config.seed,
             n_resamples=config.bootstrap,
+            backend=config.backend,
+            scheduler=config.scheduler,
         )
 
     with progress.step("diagnostics"):

@@ -111,6 +111,8 @@ def summarise(
     fpr: float,
     seed: int,
     n_resamples: int,
+    backend: str = "local",
+    scheduler: str | None = None,
 ) -> dict[str, Any]:
     """Compute the evaluation's numbers from the per-prompt OOF table.
 
@@ -130,6 +132,10 @@ def summarise(
         Root seed; the bootstrap uses its own named child.
     n_resamples : int
         Bootstrap B.
+    backend, scheduler
+        Where the headline bootstrap's resample blocks run
+        (:func:`gatebench.metrics.bootstrap.bootstrap_headline`); the numbers
+        do not depend on it.
     """
     head = prompts[prompts["pass"] == HEADLINE_PASS]
     y, s, src = head["label"].to_numpy(), head["score"].to_numpy(), head["source"].to_numpy()
@@ -151,6 +157,8 @@ def summarise(
         thresholds=[op.threshold, nat.threshold],
         seed=child_sequence(seed, "bootstrap", "headline"),
         n_resamples=n_resamples,
+        backend=backend,
+        scheduler=scheduler,
     )
     metrics = {}
     for name, t in (("headline", op.threshold), ("natural", nat.threshold)):

@@ -435,6 +435,27 @@ class _Resampler:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(task, range(len(spans))))
 
+    def blocks(
+        self, n_resamples: int, seed: np.random.SeedSequence
+    ) -> list[tuple[int, int, np.random.SeedSequence]]:
+        """The ``(start, stop, seed)`` resample blocks :meth:`run` draws, as data.
+
+        The same spans and the same spawned children as :meth:`run`, so a block
+        computed anywhere (another process, a dask worker) draws the same weights.
+        """
+        spans = self.chunks(n_resamples)
+        children = seed.spawn(len(spans))
+        return [(a, b, c) for (a, b), c in zip(spans, children, strict=True)]
+
+
+def _headline_block(
+    block: tuple[int, int, np.random.SeedSequence], *, engine: _Resampler
+) -> tuple[int, int, dict[str, NDArray[np.float64]]]:
+    """Statistics of one resample block: the unit a cluster backend ships to a worker."""
+    a, b, child = block
+    rng = np.random.Generator(np.random.PCG64(child))
+    return a, b, engine.stats(engine.weights(rng, b - a))
+
 
 def _rowsum(x: NDArray[np.int32]) -> NDArray[np.int32]:
     # int32 accumulation is exact (a resample has fewer than 2**31 rows) and SIMD-fast.
@@ -569,6 +590,8 @@ def bootstrap_headline(
     level: float = 0.95,
     n_jobs: int | None = None,
     return_replicates: bool = False,
+    backend: str = "local",
+    scheduler: str | None = None,
 ) -> HeadlineBootstrap:
     """Stratified-bootstrap CIs of every headline metric from one set of resamples.
 
@@ -591,6 +614,13 @@ def bootstrap_headline(
         Threads; default all available cores. Does not change the result.
     return_replicates : bool
         Keep the raw replicate arrays on the result.
+    backend : {"local", "sequential", "dask"}
+        ``dask`` computes the resample blocks on a dask.distributed cluster
+        (``scheduler``, ``$GATEBENCH_SCHEDULER``, or a local cluster); the
+        others use threads here. Every block carries its own child seed, so
+        the replicates are identical whichever backend computed them.
+    scheduler : str, optional
+        ``tcp://host:port`` of the dask scheduler.
 
     Returns
     -------
@@ -624,7 +654,21 @@ def bootstrap_headline(
         for k, v in eng.stats(w).items():
             reps[k][a:z] = v  # chunks write disjoint slices: thread-safe
 
-    eng.run(b, ss_seed, jobs, collect)
+    if backend == "dask":
+        from gatebench.parallel import run_tasks
+
+        blocks = eng.blocks(b, ss_seed)
+        for a, z, stats in run_tasks(
+            _headline_block,
+            blocks,
+            shared={"engine": eng},
+            backend="dask",
+            scheduler=scheduler,
+        ):
+            for k, v in stats.items():
+                reps[k][a:z] = v
+    else:
+        eng.run(b, ss_seed, jobs, collect)
 
     at: dict[float, dict[str, ConfidenceInterval]] = {}
     for ti, thr in enumerate(t.tolist()):
