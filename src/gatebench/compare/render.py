@@ -15,6 +15,8 @@ __all__ = [
     "format_table",
     "latency_table_rows",
     "leaderboard_rows",
+    "matched_dataset_rows",
+    "matched_rows",
     "run_rows",
 ]
 
@@ -180,6 +182,73 @@ def latency_table_rows(result: dict[str, Any]) -> Rows:
     return headers, rows
 
 
+def _gap(d: dict[str, Any], within_noise: bool) -> str:
+    noise = " ~noise" if within_noise else ""
+    return f"{100 * d['value']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]{noise}"
+
+
+def matched_rows(result: dict[str, Any]) -> Rows:
+    """Pooled matched-FPR lines of :func:`compare_runs`: each run at each other run's FPR."""
+    headers = [
+        "run",
+        "at FPR of",
+        "target FPR",
+        "θ matched",
+        "FPR",
+        "F1",
+        "precision",
+        "recall",
+        "their F1",
+        "ΔF1 [95% CI]",
+    ]
+    rows = [
+        [
+            m["run"],
+            m["against"] + (" (bool)" if m["against_boolean_only"] else ""),
+            _pct(m["target_fpr"], 2),
+            f"{m['threshold']:.4g}" if m["feasible"] else "block nothing",
+            _pct(m["fpr"], 2),
+            _pct(m["f1"]),
+            _pct(m["precision"]),
+            _pct(m["recall"]),
+            _pct(m["against_f1"]),
+            _gap(m["difference"], m["within_noise"]),
+        ]
+        for m in result.get("matched") or []
+    ]
+    return headers, rows
+
+
+def _dataset_line(line: dict[str, Any]) -> str:
+    noise = " ~noise" if line["within_noise"] else ""
+    return (
+        f"@{line['against']} FPR {_pct(line['target_fpr'])}%: {_pct(line['value'])} "
+        f"[{_pct(line['low'])}, {_pct(line['high'])}] vs {_pct(line['against_value'])}{noise}"
+    )
+
+
+def matched_dataset_rows(result: dict[str, Any]) -> Rows:
+    """Per dataset x run: the run's primary metric at each other run's FPR, or why not."""
+    headers = ["dataset", "metric", "run", "matched to the other runs' FPR"]
+    rows = []
+    for entry in result["per_dataset"]:
+        cells = entry["runs"]
+        notes = {c.get("matched_runs_note") for c in cells.values()}
+        if len(notes) == 1 and None not in notes:
+            # All-attack / all-benign: the same note for every run, shown once.
+            rows.append([entry["dataset"], entry["primary_metric"], "all", notes.pop() or ""])
+            continue
+        for label, cell in cells.items():
+            if "matched_runs" in cell:
+                text = "\n".join(_dataset_line(m) for m in cell["matched_runs"])
+            elif "matched_runs_note" in cell:
+                text = cell["matched_runs_note"]
+            else:
+                continue
+            rows.append([entry["dataset"], entry["primary_metric"], label, text])
+    return headers, rows
+
+
 def format_table(headers: list[str], rows: list[list[str]]) -> str:
     """Monospace table; multi-line cells wrap onto continuation lines."""
     split = [[c.split("\n") for c in r] for r in rows]
@@ -207,6 +276,15 @@ def format_compare(result: dict[str, Any]) -> str:
         "",
         format_table(*latency_table_rows(result)),
     ]
+    if result.get("matched"):
+        parts += [
+            "",
+            "Matched FPR (pooled): each run re-thresholded to the other's FPR",
+            format_table(*matched_rows(result)),
+        ]
+    per_dataset = matched_dataset_rows(result)
+    if per_dataset[1]:
+        parts += ["", "Matched FPR per dataset (primary metric)", format_table(*per_dataset)]
     notes = [
         f"Δ: paired bootstrap ({result['strata']}), B={result['n_resamples']}, "
         f"reference {result['reference']}; * = interval excludes 0.",
@@ -214,6 +292,15 @@ def format_compare(result: dict[str, Any]) -> str:
         "@FPR: matched-FPR line (walk rule); threshold re-picked on the scored rows.",
         "Published latencies mix hardware, batch sizes and network round trips (* = self).",
     ]
+    if result.get("matched"):
+        notes.append(
+            "Matched FPR: the run's threshold re-picked to the other run's FPR on the same "
+            "rows (optimistic point); ΔF1 = matched run - other run, paired bootstrap with the "
+            "threshold re-picked per resample; ~noise = interval contains 0 (per dataset: the "
+            "other run's value lies inside the matched interval)."
+        )
+    if result.get("matched_note") and len(result["runs"]) > 1:
+        notes.append(f"Matched FPR: {result['matched_note']}.")
     if result.get("published_error"):
         notes.append(f"published table not used: {result['published_error']}")
     return "\n".join([*parts, "", *notes])

@@ -6,7 +6,11 @@ adapter error rate with metrics both ways and the truncated share. Between
 runs: paired bootstrap CIs of each difference against a reference run
 (:mod:`gatebench.compare.paired`). Per dataset: each run's primary metric with
 its CI and paired difference, and, with the published table, each run's
-"vs best competitor" and matched-FPR line. Published latency rows close it.
+"vs best competitor" and matched-FPR line. Matched-FPR lines between the runs
+themselves (:mod:`gatebench.compare.matched_runs`): pooled, every run with a
+score curve re-thresholded to each other run's FPR (``matched``), and per
+balanced dataset (``matched_runs`` in each run's cell). Published latency
+rows close it.
 """
 
 from __future__ import annotations
@@ -16,8 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from gatebench.compare.failures import failure_report
 from gatebench.compare.leaderboard import leaderboard
+from gatebench.compare.matched_runs import RunScores, dataset_matched_runs, pooled_matched
+from gatebench.compare.matching import CAVEAT
 from gatebench.compare.paired import paired_bootstrap
 from gatebench.compare.pareto import latency_rows
 from gatebench.compare.published import load_published
@@ -83,6 +92,46 @@ def _check_same_trace(runs: list[RunData]) -> None:
             raise ConfigError(f"{r.run_dir} scored other prompts than {runs[0].run_dir}")
 
 
+def _matched_note(runs: list[RunScores]) -> str | None:
+    if len(runs) < 2:
+        return "one run: no other run to match FPR to"
+    fixed = [r.label for r in runs if r.boolean_only]
+    if not fixed:
+        return None
+    return (
+        f"boolean-only runs ({', '.join(fixed)}) have one operating point: never "
+        "re-thresholded, they appear only as the run matched against"
+    )
+
+
+def _dataset_matched(
+    y: NDArray[Any],
+    src: NDArray[Any],
+    runs: list[RunScores],
+    primary: dict[str, str],
+    *,
+    seed: int,
+    n_resamples: int,
+    level: float,
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Source -> run label -> ``matched_runs`` or ``matched_runs_note`` (needs >= 2 runs)."""
+    if len(runs) < 2:
+        return {}
+    out = {}
+    for s, metric in primary.items():
+        rows = src == s
+        out[s] = dataset_matched_runs(
+            y[rows],
+            [RunScores(r.label, r.scores[rows], r.threshold, r.boolean_only) for r in runs],
+            source=s,
+            metric=metric,
+            seed=seed,
+            n_resamples=n_resamples,
+            level=level,
+        )
+    return out
+
+
 def compare_runs(
     run_dirs: Sequence[str | os.PathLike[str]],
     *,
@@ -112,7 +161,11 @@ def compare_runs(
     -------
     dict
         ``runs`` (one row per run), ``differences`` (paired CIs against the
-        reference), ``per_dataset``, ``published_latency``, provenance.
+        reference), ``matched`` (pooled matched-FPR lines between runs, see
+        :func:`gatebench.compare.matched_runs.pooled_matched_line`) with
+        ``matched_note``, ``per_dataset`` (each run's cell carries
+        ``matched_runs`` or ``matched_runs_note``), ``published_latency``,
+        provenance.
     """
     if len(run_dirs) < 1:
         raise ConfigError("give at least one run directory")
@@ -141,6 +194,14 @@ def compare_runs(
         n_resamples=n_resamples,
         level=level,
     )
+    contenders = [
+        RunScores(lab, a["score"].to_numpy(np.float64), r.threshold, r.boolean_only)
+        for lab, a, r in zip(labels, aligned, runs, strict=True)
+    ]
+    matched = pooled_matched(y, src, contenders, seed=root, n_resamples=n_resamples, level=level)
+    by_dataset = _dataset_matched(
+        y, src, contenders, primary, seed=root, n_resamples=n_resamples, level=level
+    )
     table, table_error = None, None
     try:
         table = load_published(published)
@@ -160,6 +221,9 @@ def compare_runs(
     per_dataset = []
     for s in ref.sources():
         entry: dict[str, Any] = {"dataset": s, "primary_metric": primary[s], "runs": {}}
+        lines = by_dataset.get(s, {})
+        if any("matched_runs" in v for v in lines.values()):
+            entry["matched_runs_caveat"] = CAVEAT
         for lab, r in zip(labels, runs, strict=True):
             b = r.by_source.get(s, {})
             cell: dict[str, Any] = {
@@ -175,6 +239,7 @@ def compare_runs(
                 cell["lakera"] = row["lakera"]
                 cell["rank"] = row["rank"]
                 cell["rank_total"] = row["rank_total"]
+            cell.update(lines.get(lab, {}))
             entry["runs"][lab] = cell
         per_dataset.append(entry)
     return {
@@ -186,6 +251,8 @@ def compare_runs(
         "strata": "source x label (paired: the same resample indices for every run)",
         "runs": [_run_row(r, lab) for r, lab in zip(runs, labels, strict=True)],
         "differences": paired.differences,
+        "matched": matched,
+        "matched_note": _matched_note(contenders),
         "per_dataset": per_dataset,
         "published": table.provenance() if table is not None else None,
         "published_error": table_error,
