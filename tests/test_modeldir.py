@@ -61,3 +61,44 @@ def test_unsaveable_detector_is_refused(tmp_path: Path) -> None:
     det = make_detector(spec, seed=0).fit(TEXTS, LABELS)
     with pytest.raises(ConfigError, match="cannot be saved"):
         save_model(det, tmp_path, spec=spec, threshold=0.5, target_fpr=0.01, trace_id=None)
+
+
+def test_train_holdout_keeps_whole_prompts_out_and_bench_uses_them(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    from gatebench import api
+    from gatebench.config import RunConfig
+    from gatebench.serve.bench import _default_texts, request_texts
+
+    cfg = RunConfig(
+        detector="tfidf-lr",
+        sources=("xstest",),
+        data_dir=data_dir,
+        cache_dir=tmp_path / "cache",
+        out=tmp_path / "run",
+        bootstrap=200,
+        folds=3,
+        diagnostics="none",
+    )
+    model = api.train(cfg, tmp_path / "model", holdout=0.2)
+    rows = [json.loads(line) for line in (model / "holdout.jsonl").read_text().splitlines()]
+    # xstest: 200 attack + 250 benign prompts; 20% of each label, whole prompts
+    assert sum(r["label"] for r in rows) == 40
+    assert sum(1 - r["label"] for r in rows) == 50
+    assert len({r["sample_id"] for r in rows}) == 90
+    assert all(r["text"].strip() and r["source"] == "xstest" for r in rows)
+    meta = json.loads((model / MANIFEST).read_text())
+    assert meta["holdout"] == {"fraction": 0.2, "prompts": 90, "file": "holdout.jsonl"}
+    # the seeded split is reproducible
+    again = api.train(cfg, tmp_path / "model2", holdout=0.2)
+    assert (again / "holdout.jsonl").read_bytes() == (model / "holdout.jsonl").read_bytes()
+
+    texts_file, seen = _default_texts(model, None)
+    assert texts_file == model / "holdout.jsonl" and seen.startswith("no")
+    texts, _ = request_texts(30, seed=0, texts_file=texts_file)
+    assert set(texts) <= {r["text"] for r in rows}
+    assert _default_texts(tmp_path / "run", None) == (None, _default_texts(tmp_path, None)[1])
+    assert _default_texts(tmp_path / "run", None)[1].startswith("yes")
+
+    with pytest.raises(ConfigError, match=r"--holdout 1.0: give the share"):
+        api.train(cfg, tmp_path / "bad", holdout=1.0)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gatebench.config import RunConfig
 from gatebench.data import DATASETS, get_loader
@@ -17,6 +18,9 @@ from gatebench.errors import SourceMissingError
 from gatebench.progress import Progress
 from gatebench.seeding import child_seed
 from gatebench.trace import Trace, TraceSpec, build_trace, save_trace
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "build_trace_from_options",
@@ -360,13 +364,25 @@ def _check_two_classes(labels: Any) -> None:
         )
 
 
-def train(config: RunConfig, model_dir: Path, *, run_dir: Path | None = None) -> Path:
+HOLDOUT_FILE = "holdout.jsonl"
+
+
+def train(
+    config: RunConfig, model_dir: Path, *, run_dir: Path | None = None, holdout: float = 0.0
+) -> Path:
     """Fit the configured detector on the whole trace and write a model directory.
 
     The shipped threshold is the headline operating point chosen on OOF scores:
     taken from ``run_dir`` when given (its trace must match), else from a fresh
     StratifiedKFold evaluation run first. The final model then fits on the
     whole trace with the same 85/15 inner split the folds use.
+
+    With ``holdout`` > 0 a seeded, label-stratified share of the prompts (all
+    of a prompt's chunks together) is kept out of the fit and written whole to
+    ``MODEL_DIR/holdout.jsonl``: texts the shipped model never saw, which
+    ``gatebench bench latency`` then times by default. A model timed on its own
+    training texts routes a different share of them to the deferred stage
+    than it routes unseen traffic.
     """
     import numpy as np
 
@@ -391,8 +407,9 @@ def train(config: RunConfig, model_dir: Path, *, run_dir: Path | None = None) ->
             f"--run {run_dir} used trace {result['trace']['trace_id'][:12]}…, but these options "
             f"give {trace.trace_id[:12]}…; use the same sources, caps, chunking and seed"
         )
-    labels = trace.frame["label"].to_numpy(dtype=np.int64)
-    texts = trace.frame["text"].tolist()
+    frame, held = _split_holdout(trace.frame, holdout, child_seed(config.seed, "final", "holdout"))
+    labels = frame["label"].to_numpy(dtype=np.int64)
+    texts = frame["text"].tolist()
     tr, va = inner_split(
         labels, valid_fraction=0.15, seed=child_seed(config.seed, "final", "inner")
     )
@@ -400,6 +417,10 @@ def train(config: RunConfig, model_dir: Path, *, run_dir: Path | None = None) ->
     detector = make_detector(spec, seed=child_seed(config.seed, "final", "detector"))
     detector.fit([texts[i] for i in tr], labels[tr], valid=([texts[i] for i in va], labels[va]))
     op = result["operating_point"]
+    extra: dict[str, Any] = {"operating_point": op, "evaluation_run": str(run_dir)}
+    if held is not None:
+        overlap = int(trace.info["chunking"]["chunk_overlap"])
+        extra["holdout"] = _write_holdout(model_dir, held, overlap, holdout)
     return save_model(
         detector,
         model_dir,
@@ -407,8 +428,53 @@ def train(config: RunConfig, model_dir: Path, *, run_dir: Path | None = None) ->
         threshold=op["threshold"],
         target_fpr=op["target_fpr"],
         trace_id=trace.trace_id,
-        extra={"operating_point": op, "evaluation_run": str(run_dir)},
+        extra=extra,
     )
+
+
+def _split_holdout(
+    frame: pd.DataFrame, fraction: float, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """``(rows to fit, held-out rows)``: a label-stratified share of whole prompts held out."""
+    import numpy as np
+
+    from gatebench.errors import ConfigError
+
+    if not 0.0 <= fraction < 1.0:
+        raise ConfigError(
+            f"--holdout {fraction!r}: give the share of prompts to keep out, in [0, 1), e.g. 0.2"
+        )
+    if fraction == 0.0:
+        return frame, None
+    prompts = frame.groupby("sample_id", sort=True)["label"].first()
+    rng = np.random.default_rng(seed)
+    held: list[Any] = []
+    for _, ids in prompts.groupby(prompts, sort=True):
+        k = round(fraction * len(ids))
+        held += rng.choice(ids.index.to_numpy(), size=k, replace=False).tolist()
+    mask = frame["sample_id"].isin(set(held)).to_numpy()
+    if mask.all() or not mask.any():
+        raise ConfigError(
+            f"--holdout {fraction}: leaves {'nothing to fit' if mask.all() else 'nothing held out'}"
+            f" on this trace of {len(prompts)} prompts; choose a share between them"
+        )
+    return frame[~mask], frame[mask]
+
+
+def _write_holdout(
+    model_dir: Path, held: pd.DataFrame, overlap: int, fraction: float
+) -> dict[str, Any]:
+    """Write the held-out prompts, rebuilt whole from their chunks, as JSONL."""
+    from gatebench.serve.bench import prompts_from_chunks
+
+    model_dir.mkdir(parents=True, exist_ok=True)
+    firsts = held.sort_values(["sample_id", "chunk"]).groupby("sample_id", sort=True).first()
+    texts = prompts_from_chunks(held, overlap)
+    with (model_dir / HOLDOUT_FILE).open("w", encoding="utf-8") as fh:
+        for (sid, row), text in zip(firsts.iterrows(), texts, strict=True):
+            rec = {"sample_id": sid, "source": row["source"], "label": int(row["label"])}
+            fh.write(json.dumps({**rec, "text": text}, ensure_ascii=False) + "\n")
+    return {"fraction": fraction, "prompts": len(texts), "file": HOLDOUT_FILE}
 
 
 def _trace_spec(config: RunConfig) -> TraceSpec:

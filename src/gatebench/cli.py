@@ -384,6 +384,14 @@ def train(
     data_dir: DataDir = None,
     fpr: Annotated[float | None, typer.Option("--fpr", help="τ when a run is made first.")] = None,
     seed: Seed = None,
+    holdout: Annotated[
+        float,
+        typer.Option(
+            "--holdout",
+            help="Keep this share of prompts out of the fit and write them to "
+            "MODEL_DIR/holdout.jsonl (unseen texts for `bench latency`).",
+        ),
+    ] = 0.0,
 ) -> None:
     """Fit on the whole trace and write a model directory with its operating point."""
     from gatebench import api
@@ -399,7 +407,7 @@ def train(
             fpr=fpr,
             seed=seed,
         )
-        out = api.train(cfg, model_dir, run_dir=run_dir)
+        out = api.train(cfg, model_dir, run_dir=run_dir, holdout=holdout)
     except GatebenchError as exc:
         _fail(exc)
     console.print(f"model directory written: {out}")

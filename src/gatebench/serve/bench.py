@@ -12,9 +12,11 @@
   (windowing and stage attribution included, no HTTP), and the detector's own
   ``score`` on batches of 1, 16 and 256.
 
-Request texts are a seeded sample of the default trace's prompts (rebuilt
-from their chunks), so short prompts and long documents come in the
-evaluation's natural mix; ``texts_file`` replaces them with a JSONL file.
+Request texts are a seeded sample of the model's held-out prompts when it has
+them (``gatebench train --holdout``), else of the default trace's prompts
+(rebuilt from their chunks), so short prompts and long documents come in the
+evaluation's natural mix; ``texts_file`` replaces them with a JSONL file. The
+result says whether the model was fitted on the texts it was timed on.
 
 Every measurement records the 1-minute load average: on a shared machine
 numbers taken under load are upper bounds.
@@ -132,6 +134,25 @@ def _texts_from_jsonl(path: Path) -> list[str]:
     if not texts:
         raise DataError(f'{path} holds no non-empty {{"text": ...}} rows')
     return texts
+
+
+def _default_texts(model_dir: Path, texts_file: Path | None) -> tuple[Path | None, str]:
+    """The request texts to use and whether the model was fitted on them.
+
+    A model's held-out prompts (``gatebench train --holdout``) come first: timed
+    on its own training texts, a cascade routes a different share to the
+    deferred stage than it routes unseen traffic, so the latency mix is off.
+    """
+    from gatebench.api import HOLDOUT_FILE
+
+    if texts_file is not None:
+        return texts_file, "unknown (--texts)"
+    held = Path(model_dir) / HOLDOUT_FILE
+    if held.is_file():
+        return held, "no (the model's held-out prompts)"
+    return None, (
+        "yes: trace prompts the model was fitted on; train with --holdout 0.2 to time unseen texts"
+    )
 
 
 def prompts_from_chunks(frame: Any, overlap: int) -> list[str]:
@@ -552,7 +573,9 @@ def run_latency_bench(
     if requests < 1:
         raise ConfigError(f"--requests {requests}: give at least 1 request per level")
     n_pool = max(requests, n_single, 64)
+    texts_file, seen = _default_texts(model_dir, texts_file)
     texts, text_info = request_texts(n_pool, seed=seed, texts_file=texts_file, data_dir=data_dir)
+    text_info["seen_in_training"] = seen
     settings = ServeSettings(token=token)
     served = served_model(model_dir, settings)
     result: dict[str, Any] = {
