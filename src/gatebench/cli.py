@@ -483,6 +483,14 @@ def serve(
     score_threads: Annotated[
         int, typer.Option(min=1, help="Threads scoring concurrently in each process.")
     ] = 2,
+    batch_texts: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Most texts per scoring call when concurrent requests are coalesced "
+            "(1: score every request alone).",
+        ),
+    ] = 64,
 ) -> None:
     """Serve a model over HTTP: /v1/score, /v1/info, /healthz, /metrics."""
     _one_math_thread()
@@ -497,6 +505,7 @@ def serve(
             max_text_chars=max_text_chars,
             chunk_chars=chunk_chars,
             score_threads=score_threads,
+            batch_texts=batch_texts,
             token=token,
         )
         # With several workers each loads its own model; this process only supervises.

@@ -142,29 +142,29 @@ def test_unreachable_service_counts_connection_errors(model_dir: Path, texts_fil
 
 
 class FakeCascade:
-    """Gate-shaped counters: texts containing 'defer' go to the deferred stage."""
+    """Gate's ``score_stages`` contract: texts containing 'defer' go to the deferred stage."""
 
     name = "fake-cascade"
 
-    def __init__(self) -> None:
-        self.stats: dict[str, float] = dict.fromkeys(
-            ("requests", "fast_exit", "judge_calls", "fast_seconds", "deferred_seconds"), 0
-        )
-
     def score(self, texts: Sequence[str]) -> np.ndarray:
+        return self.score_stages(texts)[0]
+
+    def score_stages(
+        self, texts: Sequence[str]
+    ) -> tuple[np.ndarray, list[str], dict[str, float]]:
         deferred = ["defer" in t for t in texts]
-        self.stats["requests"] += len(texts)
-        self.stats["fast_exit"] += len(texts) - sum(deferred)
-        self.stats["fast_seconds"] += 0.001 * len(texts)
-        self.stats["deferred_seconds"] += 0.002 * sum(deferred)
-        return np.array([0.9 if d else 0.1 for d in deferred])
+        ms = {"fast": 1.0 * len(texts)}
+        if any(deferred):
+            ms["deferred"] = 2.0 * sum(deferred)
+        stages = ["deferred" if d else "fast" for d in deferred]
+        return np.array([0.9 if d else 0.1 for d in deferred]), stages, ms
 
 
 def _cascade_model() -> ServedModel:
     return ServedModel(FakeCascade(), 0.5, {"model_version": "test"}, ServeSettings())
 
 
-def test_cascade_counters_give_per_text_stages() -> None:
+def test_cascade_stages_are_per_text() -> None:
     served = _cascade_model()
     mixed = served.score_details(["hello", "please defer this", "world"])
     assert [r["stage"] for r in mixed] == ["fast", "deferred", "fast"]

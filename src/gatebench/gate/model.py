@@ -431,10 +431,39 @@ class Gate:
 
     def score(self, texts: Sequence[str]) -> np.ndarray:
         """Cascade P(attack): the fast score, or the deferred score for routed rows."""
-        texts = list(texts)
+        return self._cascade(list(texts))[0]
+
+    def score_stages(
+        self, texts: Sequence[str]
+    ) -> tuple[np.ndarray, list[str], dict[str, float]]:
+        """:meth:`score`, plus the stage that decided each text and per-stage milliseconds.
+
+        Returns
+        -------
+        scores : ndarray
+            As :meth:`score`.
+        stages : list of str
+            ``"fast"`` or ``"deferred"`` per text.
+        stage_ms : dict
+            Wall milliseconds of this call in ``fast`` and, when any text went
+            there, ``deferred`` (and ``judge``).
+        """
+        out, routed, seconds = self._cascade(list(texts))
+        stages = ["fast"] * len(out)
+        for i in routed:
+            stages[i] = "deferred"
+        ms = {"fast": seconds[0] * 1e3}
+        if routed.size:
+            ms["deferred"] = seconds[1] * 1e3
+            if self.judge is not None:
+                ms["judge"] = seconds[2] * 1e3
+        return out, stages, ms
+
+    def _cascade(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, tuple[float, ...]]:
+        """Scores, the indices routed to the deferred stage, and seconds per stage."""
         if not texts:
             self._check_fitted()
-            return np.zeros(0)
+            return np.zeros(0), np.zeros(0, dtype=np.intp), (0.0, 0.0, 0.0)
         t0 = time.perf_counter()
         views = self._get_featurizer()(texts)
         p, per_head = self._fast_meta(views)
@@ -460,7 +489,7 @@ class Gate:
         s["fast_seconds"] += t1 - t0
         s["deferred_seconds"] += t2 - t1
         s["judge_seconds"] += t3 - t2
-        return np.clip(out, 0.0, 1.0)
+        return np.clip(out, 0.0, 1.0), routed, (t1 - t0, t2 - t1, t3 - t2)
 
     def _apply_judge(self, texts: list[str], p: np.ndarray) -> np.ndarray:
         assert self.judge is not None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -27,6 +26,8 @@ class ServeSettings(BaseModel):
     chunk_overlap: int = Field(400, ge=0)
     body_timeout_s: float = Field(10.0, gt=0)
     score_threads: int = Field(2, ge=1)
+    #: Most texts one scoring call takes when concurrent requests are coalesced.
+    batch_texts: int = Field(64, ge=1)
     token: str | None = None
 
 
@@ -44,25 +45,6 @@ def windows(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
     return [(s, min(s + size, len(text))) for s in range(0, len(text) - overlap, step)]
 
 
-def _has_cascade_stats(detector: object) -> bool:
-    stats = getattr(detector, "stats", None)
-    needed = {"requests", "fast_exit", "fast_seconds", "deferred_seconds"}
-    return isinstance(stats, dict) and needed <= set(stats)
-
-
-def _stage_ms(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """Per-stage milliseconds between two snapshots of a cascade's counters.
-
-    The deferred stage (and the judge) appear only when a text went there.
-    """
-    out = {"fast": (after["fast_seconds"] - before["fast_seconds"]) * 1e3}
-    if after["fast_exit"] - before["fast_exit"] < after["requests"] - before["requests"]:
-        out["deferred"] = (after["deferred_seconds"] - before["deferred_seconds"]) * 1e3
-        if after.get("judge_calls", 0) > before.get("judge_calls", 0):
-            out["judge"] = (after["judge_seconds"] - before["judge_seconds"]) * 1e3
-    return out
-
-
 class ServedModel:
     """A detector plus the operating threshold it ships with.
 
@@ -74,10 +56,8 @@ class ServedModel:
     ----------
     detector : object
         Anything with ``score(texts)``; if it also has ``score_stages(texts)``
-        returning ``(scores, stages, stage_ms)``, the stage that decided each
-        text and per-stage timings are reported; a cascade that only keeps
-        Gate-style ``stats`` counters (``fast_exit``, ``fast_seconds``, ...)
-        gets ``fast``/``deferred`` stages read off those counters.
+        returning ``(scores, stages, stage_ms)`` (Gate does), the stage that
+        decided each text and per-stage timings are reported.
     threshold : float
         Decision threshold (the run's θ_op).
     info : dict
@@ -93,7 +73,6 @@ class ServedModel:
         self.threshold = float(threshold)
         self._info = info
         self.settings = settings
-        self._stats_lock = threading.Lock()
 
     def info(self) -> dict[str, Any]:
         """Description for ``/v1/info``."""
@@ -104,45 +83,9 @@ class ServedModel:
         if staged is not None:
             scores, stages, stage_ms = staged(texts)
             return check_scores(self.detector.name, scores, len(texts)), list(stages), stage_ms
-        if _has_cascade_stats(self.detector):
-            scores, stages, stage_ms = self._stages_from_stats(texts)
-            return check_scores(self.detector.name, scores, len(texts)), stages, stage_ms
         t0 = time.perf_counter()
         scores = check_scores(self.detector.name, self.detector.score(texts), len(texts))
         return scores, ["single"] * len(texts), {"single": (time.perf_counter() - t0) * 1e3}
-
-    def _stages_from_stats(
-        self, texts: list[str]
-    ) -> tuple[np.ndarray, list[str], dict[str, float]]:
-        """Stage per text for a cascade that only keeps counters (Gate's ``stats``).
-
-        The counters say how many texts of a call exited fast and how long each
-        stage took, not which texts; so a call is attributed under a lock (other
-        requests would move the counters too). A batch is scored once; when its
-        texts did not all leave by the same stage, each text is scored again on
-        its own to learn its stage. A detector with ``score_stages`` skips this.
-        """
-        det: Any = self.detector
-        with self._stats_lock:
-            before = dict(det.stats)
-            scores = np.asarray(det.score(texts), dtype=np.float64)
-            after = dict(det.stats)
-            fast = int(after["fast_exit"] - before["fast_exit"])
-            if fast in (0, len(texts)):
-                stage = "fast" if fast else "deferred"
-                return scores, [stage] * len(texts), _stage_ms(before, after)
-            stages, parts = [], []
-            for i, text in enumerate(texts):
-                before = dict(det.stats)
-                scores[i] = float(np.asarray(det.score([text]))[0])
-                after = dict(det.stats)
-                stages.append("fast" if after["fast_exit"] > before["fast_exit"] else "deferred")
-                parts.append(_stage_ms(before, after))
-        stage_ms: dict[str, float] = {}
-        for part in parts:
-            for k, v in part.items():
-                stage_ms[k] = stage_ms.get(k, 0.0) + v
-        return scores, stages, stage_ms
 
     def score_details(self, texts: Sequence[str]) -> list[dict[str, Any]]:
         """Score texts; one result dict per text (see ``POST /v1/score``)."""
