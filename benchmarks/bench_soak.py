@@ -12,8 +12,9 @@ generator does not share its interpreter. Requests are sent on a fixed
 timetable (request ``i`` at ``start + i / rate``), whether or not earlier ones
 have answered: latency is measured from the *scheduled* send time, so a
 stalled server shows up as latency instead of silently lowering the rate
-(no coordinated omission). Request texts are a seeded sample of the default
-trace's prompts, in their natural length mix.
+(no coordinated omission). Request texts are a seeded sample of the model's
+held-out prompts (``gatebench train --holdout``) or else of the default trace's
+prompts, in their natural length mix.
 
 Reported: errors (non-200 answers, transport errors, requests dropped because
 ``--max-in-flight`` were already pending), p50/p95/p99 per minute, RSS after
@@ -38,7 +39,13 @@ from typing import Any
 import httpx
 import numpy as np
 
-from gatebench.serve.bench import process_tree, request_texts, spawned_server, summarize
+from gatebench.serve.bench import (
+    process_tree,
+    request_texts,
+    spawned_server,
+    summarize,
+    texts_for_model,
+)
 
 
 def rss_mb(pid: int) -> dict[str, float]:
@@ -169,9 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the JSON result here")
     args = ap.parse_args(argv)
 
+    texts_file, seen = texts_for_model(args.model_dir, args.texts)
     texts, text_info = request_texts(
-        max(2000, int(args.rate * 60)), seed=args.seed, texts_file=args.texts
+        max(2000, int(args.rate * 60)), seed=args.seed, texts_file=texts_file
     )
+    text_info["seen_in_training"] = seen
     loads: dict[int, Any] = {}
 
     async def run(url: str, pid: int) -> tuple[Any, ...]:

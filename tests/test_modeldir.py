@@ -68,7 +68,7 @@ def test_train_holdout_keeps_whole_prompts_out_and_bench_uses_them(
 ) -> None:
     from gatebench import api
     from gatebench.config import RunConfig
-    from gatebench.serve.bench import _default_texts, request_texts
+    from gatebench.serve.bench import request_texts, texts_for_model
 
     cfg = RunConfig(
         detector="tfidf-lr",
@@ -93,12 +93,12 @@ def test_train_holdout_keeps_whole_prompts_out_and_bench_uses_them(
     again = api.train(cfg, tmp_path / "model2", holdout=0.2)
     assert (again / "holdout.jsonl").read_bytes() == (model / "holdout.jsonl").read_bytes()
 
-    texts_file, seen = _default_texts(model, None)
+    texts_file, seen = texts_for_model(model, None)
     assert texts_file == model / "holdout.jsonl" and seen.startswith("no")
     texts, _ = request_texts(30, seed=0, texts_file=texts_file)
     assert set(texts) <= {r["text"] for r in rows}
-    assert _default_texts(tmp_path / "run", None) == (None, _default_texts(tmp_path, None)[1])
-    assert _default_texts(tmp_path / "run", None)[1].startswith("yes")
+    assert texts_for_model(tmp_path / "run", None) == (None, texts_for_model(tmp_path, None)[1])
+    assert texts_for_model(tmp_path / "run", None)[1].startswith("yes")
 
     with pytest.raises(ConfigError, match=r"--holdout 1.0: give the share"):
         api.train(cfg, tmp_path / "bad", holdout=1.0)

@@ -149,9 +149,7 @@ class FakeCascade:
     def score(self, texts: Sequence[str]) -> np.ndarray:
         return self.score_stages(texts)[0]
 
-    def score_stages(
-        self, texts: Sequence[str]
-    ) -> tuple[np.ndarray, list[str], dict[str, float]]:
+    def score_stages(self, texts: Sequence[str]) -> tuple[np.ndarray, list[str], dict[str, float]]:
         deferred = ["defer" in t for t in texts]
         ms = {"fast": 1.0 * len(texts)}
         if any(deferred):

@@ -433,9 +433,7 @@ class Gate:
         """Cascade P(attack): the fast score, or the deferred score for routed rows."""
         return self._cascade(list(texts))[0]
 
-    def score_stages(
-        self, texts: Sequence[str]
-    ) -> tuple[np.ndarray, list[str], dict[str, float]]:
+    def score_stages(self, texts: Sequence[str]) -> tuple[np.ndarray, list[str], dict[str, float]]:
         """:meth:`score`, plus the stage that decided each text and per-stage milliseconds.
 
         Returns

@@ -60,6 +60,7 @@ __all__ = [
     "run_latency_bench",
     "spawned_server",
     "summarize",
+    "texts_for_model",
 ]
 
 SCHEMA = "gatebench.latency/1"
@@ -136,7 +137,7 @@ def _texts_from_jsonl(path: Path) -> list[str]:
     return texts
 
 
-def _default_texts(model_dir: Path, texts_file: Path | None) -> tuple[Path | None, str]:
+def texts_for_model(model_dir: Path, texts_file: Path | None) -> tuple[Path | None, str]:
     """The request texts to use and whether the model was fitted on them.
 
     A model's held-out prompts (``gatebench train --holdout``) come first: timed
@@ -573,7 +574,7 @@ def run_latency_bench(
     if requests < 1:
         raise ConfigError(f"--requests {requests}: give at least 1 request per level")
     n_pool = max(requests, n_single, 64)
-    texts_file, seen = _default_texts(model_dir, texts_file)
+    texts_file, seen = texts_for_model(model_dir, texts_file)
     texts, text_info = request_texts(n_pool, seed=seed, texts_file=texts_file, data_dir=data_dir)
     text_info["seen_in_training"] = seen
     settings = ServeSettings(token=token)
