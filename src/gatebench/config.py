@@ -34,7 +34,7 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    detector: str = "tfidf-lr"
+    detector: str = "gate"
     detector_params: dict[str, Any] = Field(default_factory=dict)
     sources: tuple[str, ...] = ("default",)
     caps: dict[str, int | None] = Field(default_factory=dict)

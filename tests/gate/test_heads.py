@@ -7,6 +7,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from gatebench.gate.heads import HEAD_TYPES, CharHead, Head, NeighbourHead, WordHead
+from gatebench.gate.views import text_keys
 
 
 def _head(name: str, embedder) -> Head:  # type: ignore[no-untyped-def]
@@ -63,5 +64,37 @@ def test_neighbour_head_similarity_columns(dataset, embedder) -> None:  # type: 
     head = NeighbourHead(k=3, embedder=embedder).fit(texts, y)
     sims = head.meta_x(head.represent([texts[0]]))
     assert sims.shape == (1, 4)
-    # A training attack is its own nearest attack neighbour (float16 bank: ~1).
-    assert y[0] == 1 and sims[0, 0] == pytest.approx(1.0, abs=1e-2)
+    # A copy of a training attack the bank does not hold finds it (float16 bank: ~1).
+    copy = head.meta_x((head.embed([texts[0]]), None))
+    assert y[0] == 1 and copy[0, 0] == pytest.approx(1.0, abs=1e-2)
+
+
+def test_neighbour_bank_entry_never_votes_for_its_own_text(dataset, embedder) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    keys = text_keys(texts)
+    head = NeighbourHead(k=3, embedder=embedder).fit(texts, y)
+
+    def cols(h: NeighbourHead, batch: list[str]) -> np.ndarray:
+        return np.asarray(h.meta_x(h.represent(batch)))
+
+    # A training text sees the bank without its own entry (and without exact
+    # duplicates of it): the same columns as a head fitted on every other text.
+    for i in (0, 1, 7):
+        rest = keys != keys[i]
+        without = NeighbourHead(k=3, embedder=embedder).fit(
+            [t for t, r in zip(texts, rest, strict=True) if r], y[rest]
+        )
+        np.testing.assert_allclose(cols(head, [texts[i]]), cols(without, [texts[i]]))
+        assert cols(head, [texts[i]])[0, 0] < 0.999  # it did not find itself
+    # batch scoring agrees with one text at a time
+    single = np.vstack([cols(head, [t]) for t in texts[:20]])
+    np.testing.assert_allclose(cols(head, texts[:20]), single, atol=1e-6)
+    # the key is the normalised text: a case and spacing variant is the same text
+    np.testing.assert_allclose(cols(head, ["  " + texts[0].upper() + " "]), cols(head, [texts[0]]))
+    # a text that is not in the bank finds the one it was derived from
+    assert y[0] == 1
+    assert cols(head, [texts[0] + " now"])[0, 0] > cols(head, [texts[0]])[0, 0]
+    # the keys survive a save/load round trip
+    again = NeighbourHead.from_state(*head.state())
+    again.embedder = embedder
+    np.testing.assert_array_equal(cols(again, texts[:5]), cols(head, texts[:5]))

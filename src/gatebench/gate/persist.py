@@ -41,7 +41,7 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "IncompatibleModelError", "load_gate
 
 FORMAT_NAME = "gatebench-gate"
 #: Bump whenever a field's meaning or an array's layout changes.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: neighbour banks carry text keys (leave-self-out)
 
 
 class IncompatibleModelError(DetectorError):

@@ -19,8 +19,9 @@ from gatebench.gate._ngrams import char_ngram_counts, word_ngram_counts
 from gatebench.gate.cache import VectorCache
 from gatebench.gate.features import FEATURE_NAMES, handcrafted_features
 from gatebench.gate.static_embed import StaticEmbedder
+from gatebench.text import text_hash
 
-__all__ = ["Featurizer", "Views"]
+__all__ = ["Featurizer", "Views", "text_keys"]
 
 FEATURES_VERSION = 2  # bump whenever a feature definition changes (cache key)
 
@@ -36,9 +37,17 @@ class Views:
     features: np.ndarray
     #: MiniLM sentence embeddings; filled only where the deferred stage needs them.
     minilm: np.ndarray | None = None
+    #: :func:`text_keys` of ``texts``, computed on first use.
+    keys: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    def text_keys(self) -> np.ndarray:
+        """64-bit keys of the normalised texts (what the neighbour heads match on)."""
+        if self.keys is None:
+            self.keys = text_keys(self.texts)
+        return self.keys
 
     def take(self, idx: np.ndarray) -> Views:
         """The rows ``idx``, in that order."""
@@ -49,7 +58,17 @@ class Views:
             static=self.static[idx],
             features=self.features[idx],
             minilm=None if self.minilm is None else self.minilm[idx],
+            keys=None if self.keys is None else self.keys[idx],
         )
+
+
+def text_keys(texts: Sequence[str]) -> np.ndarray:
+    """The first 64 bits of :func:`gatebench.text.text_hash` per text, as ``uint64``.
+
+    Two texts share a key when they are the same text up to Unicode
+    normalisation, case and whitespace: the trace's notion of an exact duplicate.
+    """
+    return np.array([int(text_hash(t)[:16], 16) for t in texts], dtype=np.uint64)
 
 
 class Featurizer:
