@@ -76,3 +76,33 @@ def test_unfitted_gate_refuses(tmp_path) -> None:  # type: ignore[no-untyped-def
         Gate(cache_dir=None).save(tmp_path / "x")
     with pytest.raises(RuntimeError, match="not fitted"):
         Gate(cache_dir=None).score_fast(["hi"])
+
+
+def test_top_level_api_loads_a_trained_model_directory(fitted_gate, make_data, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import gatebench
+    from gatebench.detectors import DetectorSpec, make_detector
+    from gatebench.modeldir import save_model
+
+    out = save_model(
+        fitted_gate,
+        tmp_path / "trained",
+        spec=DetectorSpec("gate"),
+        threshold=0.73,
+        target_fpr=0.01,
+        trace_id="trace-xyz",
+    )
+    texts, _ = make_data(30, seed=5)
+    gate = gatebench.Gate.load(out)
+    assert gate.threshold == 0.73  # the shipped operating point, not the state's
+    np.testing.assert_array_equal(gate.score(texts), fitted_gate.score(texts))
+    np.testing.assert_array_equal(gate.predict(texts), gate.score(texts) >= 0.73)
+    other = save_model(
+        make_detector(DetectorSpec("keyword"), seed=0),
+        tmp_path / "kw",
+        spec=DetectorSpec("keyword"),
+        threshold=0.5,
+        target_fpr=0.01,
+        trace_id=None,
+    )
+    with pytest.raises(TypeError, match="holds a 'keyword' model, not Gate"):
+        gatebench.Gate.load(other)

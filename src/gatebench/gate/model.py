@@ -545,7 +545,23 @@ class Gate:
 
     @classmethod
     def load(cls, path: Path | str) -> Gate:
-        """Load a model directory written by :meth:`save`; no pickle is involved."""
-        from gatebench.gate.persist import load_gate
+        """Load a Gate model directory; no pickle is involved.
 
-        return load_gate(Path(path))
+        ``path`` is either a directory written by ``gatebench train -d gate``
+        (then the threshold is the operating point it ships) or one written
+        by :meth:`save`.
+        """
+        from gatebench.gate.persist import load_gate
+        from gatebench.modeldir import MANIFEST, load_model
+
+        p = Path(path)
+        if (p / MANIFEST).is_file():
+            loaded = load_model(p)
+            if not isinstance(loaded.detector, Gate):
+                raise TypeError(
+                    f"{p} holds a {loaded.meta['detector']['name']!r} model, not Gate; "
+                    "load it with gatebench.api.served_model or `gatebench detect`"
+                )
+            loaded.detector.threshold = loaded.threshold
+            return loaded.detector
+        return load_gate(p)
