@@ -506,6 +506,8 @@ class NeighbourHead(_EmbeddingInput, Head):
         super().__init__(seed=seed)
         self.k = int(k)
         self.embedder = embedder
+        # Bank key -> bank rows, per bank; built on first use, never stored.
+        self._where: list[dict[int, list[int]]] | None = None
 
     def represent(self, texts: Sequence[str]) -> Keyed:
         return self.embed(texts), text_keys(texts)
@@ -523,14 +525,14 @@ class NeighbourHead(_EmbeddingInput, Head):
         none = np.zeros(0, dtype=np.uint64)
         self.attack_keys = none if keys is None else np.asarray(keys[y == 1], dtype=np.uint64)
         self.benign_keys = none if keys is None else np.asarray(keys[y == 0], dtype=np.uint64)
-        self._where: list[dict[int, list[int]]] | None = None
+        self._where = None
         return self
 
     def _self_matches(self, keys: np.ndarray | None, j: int) -> list[tuple[int, list[int]]]:
         """``(query row, bank rows with the same text)`` pairs for bank ``j``."""
         if keys is None:
             return []
-        if getattr(self, "_where", None) is None:
+        if self._where is None:
             self._where = []
             for bank_keys in (self.attack_keys, self.benign_keys):
                 where: dict[int, list[int]] = {}
@@ -590,7 +592,6 @@ class NeighbourHead(_EmbeddingInput, Head):
         head.benign = np.ascontiguousarray(arrays["benign"], dtype=np.float32)
         head.attack_keys = np.asarray(arrays["attack_keys"], dtype=np.uint64)
         head.benign_keys = np.asarray(arrays["benign_keys"], dtype=np.uint64)
-        head._where = None
         return head
 
 

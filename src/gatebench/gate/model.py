@@ -19,7 +19,7 @@ the region where the global operating point will sit.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Self
 
@@ -270,14 +270,8 @@ class Gate:
         views, v_views = feat(texts), feat(v_texts)
         t_feat = time.perf_counter()
 
-        oof_meta, oof_dec = cross_fit(
-            self._make_heads, views, y, n_folds=self.n_folds, seed=self.seed
-        )
+        heads, oof_meta = self._stack(self._make_heads, views, y)
         t_cross = time.perf_counter()
-        heads = self._make_heads()
-        for j, head in enumerate(heads):
-            head.fit_x(head.x_of(views), y)
-            head.calibrate(oof_dec[:, j], y)
         self.heads = {h.name: h for h in heads}
         v_meta = [h.meta_x(h.x_of(v_views)) for h in heads]
         self.combiner = Combiner(seed=self.seed, **self.combiner_params).fit(
@@ -311,6 +305,21 @@ class Gate:
         }
         return self
 
+    def _stack(
+        self, make: Callable[[], list[Head]], views: Views, y: np.ndarray
+    ) -> tuple[list[Head], list[np.ndarray]]:
+        """Cross-fit ``make()``'s heads, then fit each on every row.
+
+        Returns the fitted heads (Platt-calibrated on their out-of-fold
+        margins) and the out-of-fold combiner columns of every head.
+        """
+        oof_meta, oof_dec = cross_fit(make, views, y, n_folds=self.n_folds, seed=self.seed)
+        heads = make()
+        for j, head in enumerate(heads):
+            head.fit_x(head.x_of(views), y)
+            head.calibrate(oof_dec[:, j], y)
+        return heads, oof_meta
+
     def _fit_sentence(
         self,
         views: Views,
@@ -328,13 +337,7 @@ class Gate:
         """
         self._sentence_views(views)
         self._sentence_views(v_views)
-        s_oof, s_dec = cross_fit(
-            self._make_sentence_heads, views, y, n_folds=self.n_folds, seed=self.seed
-        )
-        heads = self._make_sentence_heads()
-        for j, head in enumerate(heads):
-            head.fit_x(head.x_of(views), y)
-            head.calibrate(s_dec[:, j], y)
+        heads, s_oof = self._stack(self._make_sentence_heads, views, y)
         self.sentence_heads = {h.name: h for h in heads}
         v_s = [h.meta_x(h.x_of(v_views)) for h in heads]
         self.sentence_combiner = Combiner(seed=self.seed, **self.combiner_params).fit(

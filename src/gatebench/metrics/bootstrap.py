@@ -243,6 +243,10 @@ def _resolve_n_jobs(n_jobs: int | None) -> int:
     return check_positive_int(n_jobs, name="n_jobs")
 
 
+#: ``(first resample, stop, child seed)`` of one block of resamples.
+Block = tuple[int, int, np.random.SeedSequence]
+
+
 class _Resampler:
     """Per-resample row weights and the statistics derived from them.
 
@@ -420,28 +424,29 @@ class _Resampler:
         n_jobs: int,
         fn: Any,
     ) -> list[Any]:
-        """Apply ``fn(weights, start, stop)`` to every chunk, in threads."""
-        spans = self.chunks(n_resamples)
-        children = seed.spawn(len(spans))
+        """Apply ``fn(weights, start, stop)`` to every block of :meth:`blocks`, in threads."""
+        blocks = self.blocks(n_resamples, seed)
 
-        def task(i: int) -> Any:
-            a, b = spans[i]
-            rng = np.random.Generator(np.random.PCG64(children[i]))
-            return fn(self.weights(rng, b - a), a, b)
+        def task(block: Block) -> Any:
+            return fn(self.block_weights(block), block[0], block[1])
 
-        workers = min(n_jobs, len(spans))
+        workers = min(n_jobs, len(blocks))
         if workers <= 1:
-            return [task(i) for i in range(len(spans))]
+            return [task(block) for block in blocks]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(task, range(len(spans))))
+            return list(pool.map(task, blocks))
 
-    def blocks(
-        self, n_resamples: int, seed: np.random.SeedSequence
-    ) -> list[tuple[int, int, np.random.SeedSequence]]:
-        """The ``(start, stop, seed)`` resample blocks :meth:`run` draws, as data.
+    def block_weights(self, block: Block) -> NDArray[np.int32]:
+        """The resample weights of one block, drawn from its own seed."""
+        a, b, child = block
+        return self.weights(np.random.Generator(np.random.PCG64(child)), b - a)
 
-        The same spans and the same spawned children as :meth:`run`, so a block
-        computed anywhere (another process, a dask worker) draws the same weights.
+    def blocks(self, n_resamples: int, seed: np.random.SeedSequence) -> list[Block]:
+        """The ``(start, stop, seed)`` resample blocks, as data.
+
+        Each block carries its own spawned child seed, so a block computed
+        anywhere (a thread here, another process, a dask worker) draws the
+        same weights.
         """
         spans = self.chunks(n_resamples)
         children = seed.spawn(len(spans))
@@ -449,12 +454,10 @@ class _Resampler:
 
 
 def _headline_block(
-    block: tuple[int, int, np.random.SeedSequence], *, engine: _Resampler
+    block: Block, *, engine: _Resampler
 ) -> tuple[int, int, dict[str, NDArray[np.float64]]]:
     """Statistics of one resample block: the unit a cluster backend ships to a worker."""
-    a, b, child = block
-    rng = np.random.Generator(np.random.PCG64(child))
-    return a, b, engine.stats(engine.weights(rng, b - a))
+    return block[0], block[1], engine.stats(engine.block_weights(block))
 
 
 def _rowsum(x: NDArray[np.int32]) -> NDArray[np.int32]:

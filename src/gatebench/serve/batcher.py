@@ -51,7 +51,6 @@ class MicroBatcher:
         self._pending: deque[tuple[list[str], asyncio.Future[Results]]] = deque()
         self._ready: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._limiter = anyio.CapacityLimiter(runners)
         self.calls = 0
         self.requests = 0
 
@@ -94,9 +93,8 @@ class MicroBatcher:
             self.calls += 1
             self.requests += len(batch)
             try:
-                results = await anyio.to_thread.run_sync(
-                    functools.partial(self._score, texts), limiter=self._limiter
-                )
+                # One call per runner at a time: at most ``runners`` scoring threads.
+                results = await anyio.to_thread.run_sync(functools.partial(self._score, texts))
             except Exception as exc:  # each waiting request gets the scorer's error
                 for _, future in batch:
                     if not future.done():
