@@ -37,18 +37,16 @@ DEFAULT_MODEL = Path(".cache/gatebench/bench-gate-model")
 
 
 def _split(seed: int = 0, holdout: float = 0.2) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """The default trace split by prompt (chunks stay together): (train, held out, trace id)."""
+    """The default trace split by prompt, as ``gatebench train --holdout``: (fit, held out, id)."""
+    from gatebench.api import split_holdout
     from gatebench.trace import TraceSpec, build_trace
 
     trace = build_trace(
         TraceSpec(), data_dir=os.environ.get("GATEBENCH_DATA"), cache_dir=".cache/gatebench"
     )
-    frame = trace.frame
-    prompts = frame["sample_id"].unique()
-    rng = np.random.default_rng(seed)
-    held = set(rng.choice(prompts, size=round(holdout * len(prompts)), replace=False).tolist())
-    mask = frame["sample_id"].isin(held).to_numpy()
-    return frame[~mask], frame[mask], trace.trace_id
+    train, held = split_holdout(trace.frame, holdout, seed)
+    assert held is not None
+    return train, held, trace.trace_id
 
 
 def _texts(frame: pd.DataFrame, n: int, seed: int) -> list[str]:

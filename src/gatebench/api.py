@@ -407,7 +407,7 @@ def train(
             f"--run {run_dir} used trace {result['trace']['trace_id'][:12]}…, but these options "
             f"give {trace.trace_id[:12]}…; use the same sources, caps, chunking and seed"
         )
-    frame, held = _split_holdout(trace.frame, holdout, child_seed(config.seed, "final", "holdout"))
+    frame, held = split_holdout(trace.frame, holdout, child_seed(config.seed, "final", "holdout"))
     labels = frame["label"].to_numpy(dtype=np.int64)
     texts = frame["text"].tolist()
     tr, va = inner_split(
@@ -432,10 +432,26 @@ def train(
     )
 
 
-def _split_holdout(
+def split_holdout(
     frame: pd.DataFrame, fraction: float, seed: int
 ) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """``(rows to fit, held-out rows)``: a label-stratified share of whole prompts held out."""
+    """``(rows to fit, held-out rows)``: a label-stratified share of whole prompts held out.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        A trace frame (``sample_id``, ``label``, one row per chunk); all of a
+        prompt's chunks land on the same side.
+    fraction : float
+        Share of each label's prompts held out, in [0, 1); 0 holds out nothing.
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    (DataFrame, DataFrame or None)
+        The rows to fit and the held-out rows (None when ``fraction`` is 0).
+    """
     import numpy as np
 
     from gatebench.errors import ConfigError
