@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gatebench.config import RunConfig
+from gatebench.config import RunConfig, not_a_directory
 from gatebench.data import DATASETS, get_loader
 from gatebench.data.resolve import data_dir_from_env, resolve_root
 from gatebench.errors import SourceMissingError
@@ -389,6 +389,10 @@ def train(
     from gatebench.modeldir import save_model
     from gatebench.split import inner_split
 
+    try:
+        not_a_directory(model_dir)
+    except ValueError as exc:
+        raise ConfigError(f"MODEL_DIR: {exc}") from None
     if run_dir is None:
         fast = config.model_copy(update={"passes": ("strat",), "diagnostics": "none"})
         run_dir = evaluate(fast)

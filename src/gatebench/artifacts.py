@@ -129,6 +129,8 @@ def read_json(path: Path) -> Any:
 
 #: Sections every finished run's result.json holds; a file without them is not a result.
 RESULT_SECTIONS = ("trace", "detector", "operating_point", "metrics", "by_source")
+#: The JSON type each section must have; ``by_source`` is a list of objects.
+_SECTION_TYPES: dict[str, type] = {"by_source": list}
 
 
 def read_result(run_dir: Path) -> dict[str, Any]:
@@ -146,12 +148,23 @@ def read_result(run_dir: Path) -> dict[str, Any]:
             f"{path} has schema_version {version!r}; this gatebench reads "
             f"{SCHEMA_VERSION}. Re-run the evaluation or install a matching gatebench."
         )
-    missing = [k for k in RESULT_SECTIONS if not isinstance(result.get(k), dict | list)]
+    missing = [k for k in RESULT_SECTIONS if k not in result]
     if missing:
         raise SchemaError(
             f"{path} lacks {', '.join(missing)} (schema_version {version!r} but not a finished "
             "run's result). Re-run the evaluation: gatebench run --out DIR."
         )
+    for key in RESULT_SECTIONS:
+        want = _SECTION_TYPES.get(key, dict)
+        value = result[key]
+        if not isinstance(value, want) or (
+            isinstance(value, list) and not all(isinstance(v, dict) for v in value)
+        ):
+            raise SchemaError(
+                f"{path}: section {key!r} is {json.dumps(value)[:60]}, expected a JSON "
+                f"{'list of objects' if want is list else 'object'}; the file was edited or "
+                "damaged. Re-run the evaluation: gatebench run --out DIR."
+            )
     return dict(result)
 
 

@@ -62,7 +62,10 @@ Seed = Annotated[int | None, typer.Option("--seed", help="Root seed.")]
 
 
 def _fail(exc: GatebenchError) -> None:
-    err.print(f"[bold red]error:[/] {exc}", soft_wrap=True, highlight=False)
+    from rich.markup import escape
+
+    # Messages quote user input and file contents: brackets in them are text, not markup.
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
     raise typer.Exit(code=2)
 
 
@@ -178,7 +181,8 @@ def data_show(name: str, data_dir: DataDir = None) -> None:
     if info["counts"]:
         console.print(f"  [cyan]rows[/]: {info['counts']}  malformed: {info['malformed']}")
     for sample in info["examples"]:
-        console.print(f"  - [{sample['label']}] {sample['text'][:160]!r}", highlight=False)
+        line = f"  - [{sample['label']}] {sample['text'][:160]!r}"
+        console.print(line, markup=False, highlight=False)
 
 
 @trace_app.command("build")
@@ -262,9 +266,11 @@ def _print_trace(trace: Any) -> None:
         f"{dup['label_conflict_groups']} groups"
     )
     for c in dup["label_conflicts"][:10]:
-        console.print(f"  conflict {c['sources']}: {c['text'][:100]!r}", highlight=False)
+        line = f"  conflict {c['sources']}: {c['text'][:100]!r}"
+        console.print(line, markup=False, highlight=False)
     for m in info["malformed_rows"][:20]:
-        console.print(f"  malformed {m['source']} {m['file']}:{m['line']}: {m['reason']}")
+        line = f"  malformed {m['source']} {m['file']}:{m['line']}: {m['reason']}"
+        console.print(line, markup=False, highlight=False)
     for name, why in info["skipped_sources"].items():
         console.print(f"  [yellow]skipped[/] {name}: {why}", soft_wrap=True, highlight=False)
     ch = info["chunking"]
@@ -558,7 +564,12 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     token: Annotated[
-        str | None, typer.Option(envvar="GATEBENCH_TOKEN", help="Require this bearer token.")
+        str | None,
+        typer.Option(
+            envvar="GATEBENCH_TOKEN",
+            help="Require this bearer token on every endpoint but /healthz "
+            "(/metrics and /openapi.json included).",
+        ),
     ] = None,
     max_body_bytes: Annotated[
         int, typer.Option(help="Largest request body (413 above).")
@@ -566,6 +577,18 @@ def serve(
     max_batch: Annotated[int, typer.Option(help="Most texts per request (413 above).")] = 256,
     max_text_chars: Annotated[int, typer.Option(help="Longest text; longer gets 413.")] = 200_000,
     chunk_chars: Annotated[int, typer.Option(help="Window for long texts (max-pooled).")] = 4000,
+    max_header_bytes: Annotated[
+        int, typer.Option(min=1024, help="Largest request line and headers together (431 above).")
+    ] = 65_536,
+    max_headers: Annotated[
+        int, typer.Option(min=1, help="Most request headers (431 above).")
+    ] = 100,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0.001, help="Seconds a request's headers may take (408 and closed after)."
+        ),
+    ] = 10.0,
     workers: Annotated[
         int, typer.Option(min=1, help="Server processes (each loads the model; ~1 core each).")
     ] = 1,
@@ -581,7 +604,11 @@ def serve(
         ),
     ] = 64,
 ) -> None:
-    """Serve a model over HTTP: /v1/score, /v1/info, /healthz, /metrics."""
+    """Serve a model over HTTP: /v1/score, /v1/info, /healthz, /metrics, /openapi.json.
+
+    There is no /docs or /redoc page (they load scripts from a CDN); the
+    OpenAPI document at /openapi.json describes every endpoint.
+    """
     _one_math_thread()
     from gatebench import api
     from gatebench.serve.model import ServeSettings
@@ -593,6 +620,9 @@ def serve(
             max_batch=max_batch,
             max_text_chars=max_text_chars,
             chunk_chars=chunk_chars,
+            max_header_bytes=max_header_bytes,
+            max_headers=max_headers,
+            header_timeout_s=header_timeout,
             score_threads=score_threads,
             batch_texts=batch_texts,
             token=token,

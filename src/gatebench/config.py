@@ -108,12 +108,52 @@ class RunConfig(BaseModel):
             raise ValueError(f"passes is {v}; use 'strat' (required) and optionally 'sgk'")
         return v
 
+    @field_validator("out", "cache_dir")
+    @classmethod
+    def _a_directory(cls, v: Path | None) -> Path | None:
+        if v is not None:
+            not_a_directory(v)
+        return v
+
     @field_validator("diagnostics")
     @classmethod
     def _known_tier(cls, v: str) -> str:
         if v not in ("none", "cheap", "all"):
             raise ValueError(f"diagnostics is {v!r}; choose none, cheap or all")
         return v
+
+
+def not_a_directory(path: Path) -> None:
+    """Refuse an output directory that already exists as a file, before any work is done."""
+    if path.exists() and not path.is_dir():
+        raise ValueError(
+            f"{path} exists and is a file, not a directory; pass a new or existing directory"
+        )
+
+
+def _read_config_file(file: Path) -> dict[str, Any]:
+    """The ``[run]`` table of a TOML config file, or a ConfigError naming the file and the fix."""
+    example = 'a TOML file with a [run] table, e.g.\n[run]\ndetector = "gate"'
+    try:
+        doc = tomllib.loads(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"cannot read config file {file}: not UTF-8 (byte {exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {file}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        hint = " (YAML and JSON are not read)" if file.suffix.lower() != ".toml" else ""
+        raise ConfigError(
+            f"cannot read config file {file}: invalid TOML: {exc}{hint}; write {example}"
+        ) from None
+    run = doc.get("run", {})
+    if not isinstance(run, dict):
+        raise ConfigError(
+            f"config file {file}: 'run' is {type(run).__name__} {run!r:.40}, not a table; "
+            f"write {example}"
+        )
+    return run
 
 
 def load_config(path: Path | None = None, **overrides: Any) -> RunConfig:
@@ -124,10 +164,7 @@ def load_config(path: Path | None = None, **overrides: Any) -> RunConfig:
     values: dict[str, Any] = {}
     file = path or (Path("gatebench.toml") if Path("gatebench.toml").is_file() else None)
     if file is not None:
-        try:
-            values.update(tomllib.loads(file.read_text()).get("run", {}))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot read config file {file}: {exc}") from exc
+        values.update(_read_config_file(file))
     for env, key in _ENV.items():
         if os.environ.get(env):
             values[key] = os.environ[env]

@@ -13,6 +13,7 @@ and read them back with a ``load(path)`` classmethod on their registered factory
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,15 +90,58 @@ def load_model(path: Path | str) -> LoadedModel:
             f"{path} is not a gatebench model directory ({MANIFEST} unreadable: {exc}); "
             "create one with `gatebench train`"
         ) from exc
-    if meta.get("format") != MODEL_FORMAT:
-        writer = meta.get("environment", {}).get("packages", {}).get("gatebench")
-        raise SchemaError(
-            f"{path / MANIFEST} has model format {meta.get('format')!r}; this gatebench reads "
-            f"format {MODEL_FORMAT}. Retrain with `gatebench train` or install the gatebench "
-            f"version that wrote it ({writer})"
-        )
+    _check_manifest(meta, path / MANIFEST)
     factory = DETECTORS.get(meta["detector"]["name"])
     loader = getattr(factory, "load", None)
     if loader is None:
         raise SchemaError(f"detector {meta['detector']['name']!r} has no load(path) classmethod")
-    return LoadedModel(loader(path / "state"), meta)
+    state = path / "state"
+    if not state.exists():
+        raise SchemaError(
+            f"{path} has a manifest but no state/ (the fitted model); the directory is "
+            "incomplete. Retrain with `gatebench train`"
+        )
+    try:
+        detector = loader(state)
+    except SchemaError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
+        raise SchemaError(
+            f"{state} cannot be loaded ({type(exc).__name__}: {exc}); the model files are "
+            "damaged or incomplete. Retrain with `gatebench train`"
+        ) from exc
+    return LoadedModel(detector, meta)
+
+
+def _check_manifest(meta: Any, where: Path) -> None:
+    """The manifest's shape, checked before any field is used."""
+    if not isinstance(meta, dict):
+        raise SchemaError(
+            f"{where} holds a JSON {type(meta).__name__}, not an object; it was not written "
+            "by gatebench. Retrain with `gatebench train`"
+        )
+    if meta.get("format") != MODEL_FORMAT:
+        env = meta.get("environment")
+        packages = env.get("packages") if isinstance(env, dict) else None
+        writer = packages.get("gatebench") if isinstance(packages, dict) else None
+        raise SchemaError(
+            f"{where} has model format {meta.get('format')!r}; this gatebench reads "
+            f"format {MODEL_FORMAT}. Retrain with `gatebench train` or install the gatebench "
+            f"version that wrote it ({writer})"
+        )
+    detector = meta.get("detector")
+    if not isinstance(detector, dict) or not isinstance(detector.get("name"), str):
+        raise SchemaError(
+            f"{where}: 'detector' is {detector!r:.80}, expected an object with a 'name' string; "
+            "retrain with `gatebench train`"
+        )
+    threshold = meta.get("threshold")
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not math.isfinite(threshold)
+    ):
+        raise SchemaError(
+            f"{where}: 'threshold' is {threshold!r:.40}, expected a finite number; "
+            "retrain with `gatebench train` or restore the manifest"
+        )

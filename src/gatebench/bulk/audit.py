@@ -272,6 +272,7 @@ def audit_file(
     """
     t_start = time.perf_counter()
     params = params or lsh_params_for(seed)
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     work = out_dir / ".audit-tmp"
     work.mkdir(exist_ok=True)
@@ -298,6 +299,11 @@ def audit_file(
         codes = np.concatenate(collector.codes) if collector.codes else np.empty(0, np.int64)
         labels, lsh_counts = _cluster(collector, codes, params)
         cluster_s = time.perf_counter() - t0
+    except BaseException:
+        # A refused input leaves no half-made output folder behind to be mistaken for a result.
+        if created:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     scores = np.concatenate(collector.scores) if collector.scores else np.empty(0)

@@ -39,6 +39,7 @@ __all__ = [
 #: Why a row was not scored. Every rejected row stays in the output with its reason.
 REJECT_REASONS = {
     "null": "the text is null",
+    "not_string": "the text is a number, boolean, list or object, not a string",
     "empty": "the text is empty or only whitespace",
     "lone_surrogate": "the text holds a lone UTF-16 surrogate (not valid Unicode)",
 }
@@ -76,6 +77,11 @@ class Partition:
         The id column as strings (None where absent or null).
     lines : list of int, optional
         1-based line number of each row (JSONL only; blank lines are skipped).
+    not_string : frozenset of int
+        Rows (0-based within the partition) whose text was a JSON value other
+        than a string or null; their ``texts`` entry is None. A JSONL file has
+        no column type, so such a row is one bad row, rejected like a null,
+        not a bad file.
     """
 
     index: int
@@ -83,9 +89,17 @@ class Partition:
     texts: list[str | None]
     ids: list[str | None]
     lines: list[int] | None = None
+    not_string: frozenset[int] = frozenset()
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    def reasons(self) -> list[str | None]:
+        """Each row's :data:`REJECT_REASONS` key, or None when it can be scored."""
+        return [
+            "not_string" if i in self.not_string else reject_reason(t)
+            for i, t in enumerate(self.texts)
+        ]
 
 
 def reject_reason(text: str | None) -> str | None:
@@ -235,6 +249,7 @@ class PartitionReader:
         texts: list[str | None] = []
         ids: list[str | None] = []
         lines: list[int] = []
+        not_string: set[int] = set()
         index = start = 0
         with path.open("rb") as fh:
             for line_no, raw in enumerate(fh, start=1):
@@ -242,21 +257,24 @@ class PartitionReader:
                     self.blank_lines += 1  # not a row; reported in the summary
                     continue
                 text, row_id = _json_row(raw, path, line_no, text_field, id_field, id_key)
+                if text is not None and not isinstance(text, str):
+                    not_string.add(len(texts))
+                    text = None
                 texts.append(text)
                 ids.append(row_id)
                 lines.append(line_no)
                 if len(texts) == self.batch_rows:
-                    yield Partition(index, start, texts, ids, lines)
+                    yield Partition(index, start, texts, ids, lines, frozenset(not_string))
                     index, start = index + 1, start + len(texts)
-                    texts, ids, lines = [], [], []
+                    texts, ids, lines, not_string = [], [], [], set()
         if texts:
-            yield Partition(index, start, texts, ids, lines)
+            yield Partition(index, start, texts, ids, lines, frozenset(not_string))
 
 
 def _json_row(
     raw: bytes, path: Path, line_no: int, text_field: str, id_field: str | None, id_key: str
-) -> tuple[str | None, str | None]:
-    """Text and id of one JSONL line, or a DataError naming the line."""
+) -> tuple[object, str | None]:
+    """Text value (any JSON type) and id of one JSONL line, or a DataError naming the line."""
     raw = raw.rstrip(b"\r\n")
     try:
         row = json.loads(raw)
@@ -281,18 +299,12 @@ def _json_row(
             f"{path}:{line_no}: no {text_field!r} key (keys: {', '.join(map(str, row))}); "
             "name the text key with --text-field"
         )
-    text = row[text_field]
-    if text is not None and not isinstance(text, str):
-        raise DataError(
-            f"{path}:{line_no}: {text_field!r} is {type(text).__name__} "
-            f"{json.dumps(text)[:60]}, not a string; quote the text or fix the field"
-        )
     if id_field is not None and id_field not in row:
         raise DataError(
             f"{path}:{line_no}: no {id_field!r} key for --id-field "
             f"(keys: {', '.join(map(str, row))}); add it or omit --id-field"
         )
-    return text, _id_string(row.get(id_key))
+    return row[text_field], _id_string(row.get(id_key))
 
 
 def file_digest(path: Path, *, chunk_bytes: int = 1 << 20) -> dict[str, Any]:

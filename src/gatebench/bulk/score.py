@@ -34,7 +34,6 @@ from gatebench.bulk.io import (
     PartitionReader,
     ResultWriter,
     file_digest,
-    reject_reason,
     summary_path,
 )
 from gatebench.detectors import check_scores
@@ -145,7 +144,7 @@ def process_partition(
     """
     t0 = time.perf_counter()
     n = len(part)
-    reasons = [reject_reason(t) for t in part.texts]
+    reasons = part.reasons()
     ok = [i for i, r in enumerate(reasons) if r is None]
     ok_texts = [t for t, r in zip(part.texts, reasons, strict=True) if r is None and t is not None]
     hashes: list[str | None] = [None] * n

@@ -235,7 +235,7 @@ def _render(value: Any) -> str:
 
 
 def _defaults(path: Path) -> dict[str, str]:
-    vectors = yaml.safe_load(read_text(path))
+    vectors = yaml.SafeLoader("").construct_object(_compose(path), deep=True)
     if not isinstance(vectors, dict):
         raise DataError(f"{path}: expected a mapping of injection vectors")
     out: dict[str, str] = {}
