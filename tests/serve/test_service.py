@@ -145,6 +145,8 @@ def test_bearer_token_is_enforced() -> None:
         wrong = {"Authorization": "Bearer nope"}
         assert httpx.get(server.url + "/v1/info", headers=wrong).status_code == 401
         assert httpx.get(server.url + "/healthz").status_code == 200
-        assert 'gatebench_errors_total{status="401"} 2' in httpx.get(server.url + "/metrics").text
+        right = {"Authorization": "Bearer s3cret"}
+        scrape = httpx.get(server.url + "/metrics", headers=right).text
+        assert 'gatebench_errors_total{status="401"} 2' in scrape
         with GatebenchClient(server.url, token="s3cret") as client:
             assert client.score(ATTACK)["decision"] == "block"

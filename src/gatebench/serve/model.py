@@ -25,6 +25,12 @@ class ServeSettings(BaseModel):
     chunk_chars: int = Field(4000, ge=64)
     chunk_overlap: int = Field(400, ge=0)
     body_timeout_s: float = Field(10.0, gt=0)
+    #: Request line and headers together; a larger head gets 431.
+    max_header_bytes: int = Field(65_536, ge=1024)
+    #: Header fields per request; more get 431.
+    max_headers: int = Field(100, ge=1)
+    #: From a connection's opening, or a request's first byte, until its head is complete.
+    header_timeout_s: float = Field(10.0, gt=0)
     score_threads: int = Field(2, ge=1)
     #: Most texts one scoring call takes when concurrent requests are coalesced.
     batch_texts: int = Field(64, ge=1)

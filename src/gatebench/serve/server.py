@@ -10,6 +10,7 @@ import uvicorn
 
 from gatebench.serve.app import create_app
 from gatebench.serve.model import ServedModel, ServeSettings
+from gatebench.serve.protocol import http_protocol
 
 __all__ = ["ServerThread", "app_from_env", "serve_forever", "serve_workers"]
 
@@ -19,6 +20,8 @@ def _config(model: ServedModel, settings: ServeSettings, host: str, port: int) -
         create_app(model, settings),
         host=host,
         port=port,
+        # Limits and a deadline on the request head (uvicorn's parser has neither).
+        http=http_protocol(settings),
         log_level="warning",
         # In-flight requests get this long to finish after SIGTERM/SIGINT.
         timeout_graceful_shutdown=10,
@@ -68,6 +71,7 @@ def serve_workers(
         workers=workers,
         host=host,
         port=port,
+        http=http_protocol(settings),
         log_level="warning",
         timeout_graceful_shutdown=10,
         timeout_keep_alive=5,
