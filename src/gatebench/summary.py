@@ -172,7 +172,7 @@ def summarise(
             },
             "macro": {
                 **_series(frame.macro),
-                "ci": {"f1": cis["macro_f1"].as_dict()},
+                "ci": {"f1": cis["macro_f1"].as_dict(), "fpr": cis["macro_fpr"].as_dict()},
                 "skipped": {k: list(v) for k, v in frame.macro_skipped.items()},
             },
             "auc_ci": boot.auc.as_dict(),

@@ -223,3 +223,37 @@ def test_sample_size_interval_hand_case() -> None:
     assert (wide["low"], wide["high"]) == (0.0, 1.0)
     assert (narrow["low"], narrow["high"]) == (0.5, 0.5)
     assert (whole["low"], whole["high"], whole["estimate"]) == (0.5, 0.5, 0.5)
+
+
+def test_ranking_keeps_one_entry_per_system(make_run, table, row) -> None:
+    """Two sources publishing one system on one dataset give one ranking entry, its best.
+
+    ``competitors`` keeps both rows (provenance); a self-evaluation stays its own
+    entry beside the same system's third-party number.
+    """
+    y, s = [0] * 10, [0.1] * 9 + [0.9]
+    run = load_run(make_run({"notinject": (y, s)}, threshold=0.5))
+    t = load_published(
+        table(
+            [
+                row("protectai-v2", "notinject", "accuracy", 0.6, source="paper A"),
+                row("protectai-v2", "notinject", "oda", 0.5664, source="repo log B"),
+                row("prompt-guard", "notinject", "oda", 0.0088, source="paper A"),
+                row("prompt-guard", "notinject", "oda", 0.0029, source="repo log B"),
+                row("injecguard", "notinject", "oda", 0.87, source="paper A", self_eval=1),
+                row("injecguard", "notinject", "oda", 0.80, source="paper C"),
+            ]
+        )
+    )
+    r = dataset_row(run, "notinject", t, seed=0, n_resamples=400)
+    assert len(r["competitors"]) == 6
+    got = [(e["label"], e["value"]) for e in r["ranking"]]
+    assert got == [
+        ("injecguard*", 0.87),
+        ("injecguard", 0.80),
+        ("protectai-v2", 0.6),
+        ("prompt-guard", 0.0088),
+    ]
+    assert len({(e["system"], e["self_eval"]) for e in r["ranking"]}) == len(r["ranking"])
+    # The rank counts the same one-per-system third-party list.
+    assert r["rank_total"] == 1 + sum(not e["self_eval"] for e in r["ranking"])

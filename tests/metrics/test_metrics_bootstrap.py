@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
+from sklearn.metrics import confusion_matrix
 
 from gatebench.errors import ConfigError
 from gatebench.metrics import (
@@ -16,6 +17,7 @@ from gatebench.metrics import (
     resample_counts,
     subsample_interval,
 )
+from gatebench.metrics.frame import SourceMetricFrame
 from gatebench.metrics.scores import f1_score
 
 
@@ -35,14 +37,17 @@ def reference_stats(w, y, s, src, thresholds):
         out[f"precision@{ti}"] = tp / (tp + fp) if tp + fp else np.nan
         out[f"recall@{ti}"] = tp / (tp + fn)
         out[f"fpr@{ti}"] = fp / (fp + tn)
-        f1s = []
+        f1s, fprs = [], []
         for name in np.unique(src):
             m = src == name
             tp_s = w[m & pos & blocked].sum()
             fp_s = w[m & neg & blocked].sum()
             fn_s = w[m & pos].sum() - tp_s
             f1s.append(f1_score(tp_s, fp_s, fn_s))
+            if w[m & neg].sum():
+                fprs.append(fp_s / w[m & neg].sum())
         out[f"macro_f1@{ti}"] = np.nanmean(f1s) if not np.all(np.isnan(f1s)) else np.nan
+        out[f"macro_fpr@{ti}"] = np.mean(fprs) if fprs else np.nan
     return out
 
 
@@ -71,9 +76,39 @@ def test_point_estimates_equal_the_plain_metrics(data_factory):
     res = bootstrap_headline(y, s, src, thresholds=[0.5], seed=0, n_resamples=50)
     ref = reference_stats(np.ones(y.size), y, s, src, [0.5])
     assert res.auc.estimate == pytest.approx(ref["auc"])
-    for m in ("f1", "precision", "recall", "fpr", "macro_f1"):
+    for m in ("f1", "precision", "recall", "fpr", "macro_f1", "macro_fpr"):
         assert res.at[0.5][m].estimate == pytest.approx(ref[f"{m}@0"])
     assert res.macro_sources == tuple(sorted(set(src[y == 1])))
+    assert res.macro_fpr_sources == tuple(sorted(set(src[y == 0])))
+
+
+def test_macro_fpr_matches_sklearn_and_the_per_source_frame(data_factory):
+    """Macro FPR: sklearn's per-source FPR averaged over sources with benign rows.
+
+    ``s1`` is all-attack (no FPR), so it must drop out of the mean rather than
+    count as 0; a small source with few benign rows counts as much as a big one.
+    """
+    y, s, src = data_factory(32, n=500, n_sources=5)
+    small = np.flatnonzero((src == "s4") & (y == 0))[8:]
+    keep = np.setdiff1d(np.arange(y.size), small)  # leave s4 with 8 benign rows
+    y, s, src = y[keep], s[keep], src[keep]
+    t = 0.55
+    fprs = []
+    for name in np.unique(src):
+        m = src == name
+        if not (y[m] == 0).any():
+            continue
+        tn, fp, _, _ = confusion_matrix(y[m], s[m] >= t, labels=[0, 1]).ravel()
+        fprs.append(fp / (fp + tn))
+    assert len(fprs) == 4 and int(((src == "s4") & (y == 0)).sum()) == 8
+    res = bootstrap_headline(y, s, src, thresholds=[t], seed=2, n_resamples=2000)
+    ci = res.at[t]["macro_fpr"]
+    assert ci.estimate == pytest.approx(np.mean(fprs), abs=1e-12)
+    frame = SourceMetricFrame(y, s, src, threshold=t)
+    assert ci.estimate == pytest.approx(frame.macro["fpr"], abs=1e-12)
+    assert ci.low < ci.estimate < ci.high and ci.n_undefined == 0
+    # Same resamples as the micro twins: one B, one level.
+    assert ci.n_resamples == res.at[t]["fpr"].n_resamples == 2000
 
 
 @pytest.mark.parametrize("strata_kind", ["source_label", "random"])
@@ -172,7 +207,15 @@ def test_headline_ci_covers_estimate_and_twins_share_resamples(data_factory):
     # same draws: recall and F1 replicates move together
     assert np.corrcoef(reps["recall@0"], reps["f1@0"])[0, 1] > 0.3
     frame = res.to_frame()
-    assert set(frame["metric"]) == {"auc", "f1", "precision", "recall", "fpr", "macro_f1"}
+    assert set(frame["metric"]) == {
+        "auc",
+        "f1",
+        "precision",
+        "recall",
+        "fpr",
+        "macro_f1",
+        "macro_fpr",
+    }
 
 
 def test_dataset_intervals_match_row_resampling(data_factory):

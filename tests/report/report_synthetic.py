@@ -16,6 +16,8 @@ import pandas as pd
 
 from gatebench import artifacts
 from gatebench.cv import FoldResult
+from gatebench.metrics import bootstrap_headline
+from gatebench.seeding import child_sequence
 from gatebench.summary import summarise
 
 # name, family, attacks, benign, primary metric
@@ -101,8 +103,43 @@ def _pass(
     return prompts, results
 
 
-def _diagnostics() -> list[dict[str, Any]]:
+def _macro_fpr_interval(numbers: dict[str, Any], head: pd.DataFrame) -> None:
+    """Give each point's macro mean its FPR interval when ``summarise`` left it out.
+
+    The interval comes from the very bootstrap call ``summarise`` makes (same
+    seed, thresholds and B), so the run matches one written by an engine that
+    stores it; where ``summarise`` already stores it, nothing changes.
+    """
+    metrics = numbers["metrics"]
+    points = [p for p in ("headline", "natural") if "fpr" not in metrics[p]["macro"]["ci"]]
+    if not points:
+        return
+    boot = bootstrap_headline(
+        head["label"].to_numpy(),
+        head["score"].to_numpy(),
+        head["source"].to_numpy(),
+        thresholds=[metrics["headline"]["threshold"], metrics["natural"]["threshold"]],
+        seed=child_sequence(SEED, "bootstrap", "headline"),
+        n_resamples=200,
+    )
+    for p in points:
+        ci = boot.at[metrics[p]["threshold"]]["macro_fpr"]
+        metrics[p]["macro"]["ci"]["fpr"] = ci.as_dict()
+
+
+def _diagnostics(rng: np.random.Generator) -> list[dict[str, Any]]:
     names = [s[0] for s in SOURCES]
+    # As the checks write them: folds of both passes, labelled "<pass> <fold>", with
+    # pass and fold apart in statistics; a permutation null for the random-label control.
+    by_fold = [
+        {"pass": p, "fold": k, "auc": a, "se_null": 0.011, "n_test": 170}
+        for p, aucs in (
+            ("sgk", (0.5, 0.52, 0.49, 0.51, 0.5)),
+            ("strat", (0.49, 0.51, 0.53, 0.5, 0.48)),
+        )
+        for k, a in enumerate(aucs)
+    ]
+    null_f1 = rng.normal(0.468, 0.004, 200).tolist()
     return [
         {
             "name": "adversarial_validation",
@@ -111,10 +148,10 @@ def _diagnostics() -> list[dict[str, Any]]:
             "reason": "every fold AUC within 0.5 ± 0.05",
             "criterion": "AUC ≤ 0.55 in every fold",
             "statistic": "max AUC 0.530",
-            "statistics": {"max_auc": 0.53},
+            "statistics": {"max_auc": 0.53, "by_fold": by_fold},
             "figure": {
-                "folds": list(range(K)),
-                "auc": [0.49, 0.51, 0.53, 0.5, 0.48],
+                "folds": [f"{r['pass']} {r['fold']}" for r in by_fold],
+                "auc": [r["auc"] for r in by_fold],
                 "limit": 0.55,
             },
         },
@@ -142,6 +179,13 @@ def _diagnostics() -> list[dict[str, Any]]:
             "reason": "F1 at chance",
             "criterion": "|F1 − chance| < 0.02 and |AUC − 0.5| < 0.02",
             "statistics": {"f1": 0.47, "chance_f1": 0.468, "auc": 0.502, "f1_true": 0.81},
+            "figure": {
+                "f1": 0.47,
+                "chance_f1": 0.468,
+                "auc": 0.502,
+                "f1_true": 0.81,
+                "null_f1": null_f1,
+            },
         },
         {
             "name": "length_bias",
@@ -197,6 +241,8 @@ def _diagnostics() -> list[dict[str, Any]]:
 
 
 #: A small published table in the real CSV layout; loader names map to themselves.
+#: protectai-v2 on notinject comes from two sources (as in the shared table), and
+#: two xstest points sit on the edges of the F1-vs-FPR plots (FPR 0, F1 0 and 1).
 PUBLISHED_CSV = """system,dataset,metric,value,fpr,n,source,table,date,self_eval,notes
 lakera-guard,deepset-prompt-injections,f1,0.62,0.02,116,Palit arXiv:2505.13028,Table 5,2025,0,
 lakera-guard,deepset-prompt-injections,recall,0.5,0.02,116,Palit arXiv:2505.13028,Table 5,2025,0,
@@ -207,6 +253,9 @@ protectai-v2,xstest,recall,0.8,0.1,150,Some paper,Table 2,2025,0,
 injecguard,notinject,accuracy,0.87,,339,InjecGuard arXiv:2410.22770,Table 1,2024,1,
 lakera-guard,notinject,accuracy,0.876,,339,InjecGuard arXiv:2410.22770,Table 1,2024,0,
 protectai-v2,notinject,accuracy,0.6,,339,InjecGuard arXiv:2410.22770,Table 1,2024,0,
+protectai-v2,notinject,oda,0.5664,,339,PIGuard repo logs,eval log 2025-04-20,2025,0,
+keyword-filter,xstest,f1,0.0,0.0,150,Some paper,Table 2,2025,0,
+injecguard,xstest,f1,1.0,0.0,150,InjecGuard arXiv:2410.22770,Table 9,2024,1,
 lakera-guard,ilion-bench,latency_ms,293,,380,ILION arXiv:2603.13247,Table 3,2026,0,
 lakera-guard,deepset-prompt-injections,latency_ms,51,,116,Palit arXiv:2505.13028,Table 3,2025,0,
 protectai-v2,deepset-prompt-injections,latency_ms,30,,116,Palit arXiv:2505.13028,Table 3,2025,0,
@@ -240,6 +289,7 @@ def make_run_dir(root: Path, *, extras: bool, seed: int = 0) -> Path:
         seed=SEED,
         n_resamples=200,
     )
+    _macro_fpr_interval(numbers, strat)
     composition = [
         {"source": n, "family": f, "attack": a, "benign": b, "total": a + b}
         for n, f, a, b, _ in SOURCES
@@ -286,7 +336,7 @@ def make_run_dir(root: Path, *, extras: bool, seed: int = 0) -> Path:
             "note": "6 of 850 rows share a group with another row.",
         },
         **numbers,
-        "diagnostics": _diagnostics() if extras else [],
+        "diagnostics": _diagnostics(rng) if extras else [],
         "comparisons": {},
     }
     artifacts.write_oof(run_dir, prompts)

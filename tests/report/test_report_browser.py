@@ -93,7 +93,19 @@ def check_in_browser(driver: Any, report: Path) -> dict[str, Any]:
     overflow = driver.execute_script(
         "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
-    return {"errors": errors, "fetched": fetched, "boxes": boxes, "overflow": overflow}
+    # A table wider than its wrapper scrolls its last columns out of sight.
+    cut = driver.execute_script(
+        "return Array.from(document.querySelectorAll('.table-wrap'))"
+        " .filter(w => w.scrollWidth > w.clientWidth + 1)"
+        " .map(w => w.querySelector('table').id || w.querySelector('table').className)"
+    )
+    return {
+        "errors": errors,
+        "fetched": fetched,
+        "boxes": boxes,
+        "overflow": overflow,
+        "cut_tables": cut,
+    }
 
 
 def test_report_in_chromium(driver: Any, full_run: Path, full_report: Path) -> None:
@@ -104,6 +116,7 @@ def test_report_in_chromium(driver: Any, full_run: Path, full_report: Path) -> N
     for number, width, height in seen["boxes"]:
         assert width > 200 and height > 100, f"figure {number} laid out at {width}x{height}"
     assert seen["overflow"] <= 1, "the page scrolls sideways"
+    assert "competitors-table" not in seen["cut_tables"], seen["cut_tables"]
     shot = screenshot_full_page(driver, full_run / "report-screenshot.png")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -114,4 +127,5 @@ def test_real_run_in_chromium(driver: Any, real_run: Path) -> None:
     seen = check_in_browser(driver, report)
     assert seen["errors"] == [] and seen["fetched"] == []
     assert seen["overflow"] <= 1
+    assert "competitors-table" not in seen["cut_tables"], seen["cut_tables"]
     screenshot_full_page(driver, real_run / "report-screenshot.png")

@@ -142,8 +142,15 @@ def test_headline_table_equals_result_json(which: str, request: pytest.FixtureRe
         for agg in ("micro", "macro"):
             for metric in ("f1", "precision", "recall", "fpr"):
                 assert f"metrics.{point}.{agg}.{metric}" in seen
-    # Micro carries a CI for every metric, macro for F1 (what result.json stores).
-    assert sum("data-ci-low" in c.attrs for c in cells) == 2 * (4 + 1)
+    # Every interval result.json stores is shown, and only those: micro for every
+    # metric, macro for F1 and FPR.
+    stored = sum(
+        len(result["metrics"][p][agg].get("ci", {}))
+        for p in ("headline", "natural")
+        for agg in ("micro", "macro")
+    )
+    assert stored == 2 * (4 + 2)
+    assert sum("data-ci-low" in c.attrs for c in cells) == stored
 
 
 def test_operating_point_stated_plainly(bare_report: Path) -> None:

@@ -7,6 +7,9 @@ of competitors publishing any comparable metric; "vs best competitor" with
 its matched-FPR second line (walk rule); the Lakera column (†, ‡ or a true
 match); "within noise" flags; sample-size-matched intervals; the
 self-evaluations (asterisk, upper bounds); the threshold-selection caveat.
+``competitors`` keeps every published row (provenance: one system can appear
+once per paper or log that reports it); ``ranking`` is one entry per system,
+the list a figure or table of competitors should draw.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gatebench.compare._metrics import COMPARABLE, metric_at
+from gatebench.compare._metrics import COMPARABLE, metric_at, sort_key
 from gatebench.compare.competitors import (
     LAKERA,
     SURROGATE_FPR,
@@ -34,7 +37,7 @@ from gatebench.metrics.bootstrap import SMALL_N, dataset_intervals
 from gatebench.seeding import child_sequence
 from gatebench.threshold import matched_fpr_threshold
 
-__all__ = ["dataset_row", "leaderboard"]
+__all__ = ["dataset_row", "leaderboard", "published_ranking"]
 
 
 def _ours(run: RunData, source: str, metric: str, seed: int, n_resamples: int) -> dict[str, Any]:
@@ -176,6 +179,17 @@ def _sample_size(
     return out
 
 
+def published_ranking(items: list[Entry], primary: str) -> list[Entry]:
+    """One entry per system on ``primary`` (its best published value), best first.
+
+    A self-evaluation stays a separate entry from third-party numbers for the
+    same system, so an upper bound never hides an independent figure.
+    """
+    third = ranked(items, primary)
+    own = ranked([e for e in items if e.self_eval], primary, include_self_eval=True)
+    return sorted(third + own, key=lambda e: (sort_key(primary, e.value), e.line))
+
+
 def _rethresholded(lakera: dict[str, Any] | None) -> bool:
     return lakera is not None and lakera["how"] in ("matched", "surrogate")
 
@@ -252,6 +266,7 @@ def dataset_row(
         "self_reported": [
             e.as_dict() for e in ranked(items, primary, include_self_eval=True) if e.self_eval
         ],
+        "ranking": [e.as_dict() for e in published_ranking(items, primary)],
         "competitors": [e.as_dict() for e in items],
         "caveat": CAVEAT if matched_line is not None or _rethresholded(lakera) else None,
     }

@@ -1,13 +1,13 @@
 """Pareto data (F1 vs FPR) and latency rows.
 
-Global view (Figure 15): one point per system, from third-party rows that
+Global view (report Figure 17): one point per system, from third-party rows that
 publish F1 *and* FPR on the same row (self-evaluations, secondary
 reproductions and composite rows are left out), averaged within each
 benchmark first and then across benchmarks, so each benchmark counts once.
 Our points are the run's micro F1/FPR at the headline and natural thresholds.
 Marker size can use the system's mean published latency.
 
-Per-dataset view (Figure 18): one point per (system x dataset) with whatever
+Per-dataset view (report Figure 16): one point per (system x dataset) with whatever
 of F1 / FPR / recall / precision the row publishes, plus ours per dataset.
 """
 

@@ -31,8 +31,9 @@ chunks run in threads), then
 * count metrics at each threshold: sums of weights over the rows above the
   threshold in each (cell, source, label) segment, whose rows are stored
   contiguously and sorted by score, so each sum is one slice;
-* macro F1: per-source F1 from those segment sums, averaged over the sources
-  with attacks (fixed across resamples under source x label strata);
+* macro F1 and macro FPR: per-source F1 and FPR from those segment sums,
+  averaged over the sources with attacks (F1) or with benign rows (FPR); both
+  sets are fixed across resamples under source x label strata;
 * AUC: rank-based with ties 1/2; the benign weights in global score order are
   cumulated once, read at every attack row's position, and dotted with the
   attack weights: O(N) per resample.
@@ -383,6 +384,10 @@ class _Resampler:
             out[f"fpr@{ti}"] = np.asarray(fpr_rate(fp, tn), dtype=np.float64)
             f1_s = np.asarray(f1_score(tp_s, fp_s, fn_s), dtype=np.float64)
             out[f"macro_f1@{ti}"] = _nanmean_rows(f1_s)
+            # A source without benign rows has no FPR (NaN) and drops out of the
+            # mean, as it does from SourceMetricFrame.macro["fpr"].
+            fpr_s = np.asarray(fpr_rate(fp_s, n_neg_s - fp_s), dtype=np.float64)
+            out[f"macro_fpr@{ti}"] = _nanmean_rows(fpr_s)
         return out
 
     def _auc(self, w: NDArray[np.int32]) -> NDArray[np.float64]:
@@ -548,8 +553,8 @@ class HeadlineBootstrap:
     auc : ConfidenceInterval
         Pooled ROC AUC.
     at : dict of float -> dict of str -> ConfidenceInterval
-        Per threshold: ``f1``, ``precision``, ``recall``, ``fpr`` (micro) and
-        ``macro_f1``.
+        Per threshold: ``f1``, ``precision``, ``recall``, ``fpr`` (micro),
+        ``macro_f1`` and ``macro_fpr``.
     level, n_resamples : float, int
         Interval level and B.
     strata : str
@@ -558,6 +563,8 @@ class HeadlineBootstrap:
         Number of strata cells.
     macro_sources : tuple of str
         Sources averaged by the macro F1 point estimate (those with attacks).
+    macro_fpr_sources : tuple of str
+        Sources averaged by the macro FPR point estimate (those with benign rows).
     replicates : dict of str -> ndarray or None
         Raw replicates when asked for (``"auc"``, ``"f1@0"``, ...: the index
         after ``@`` is the threshold's position).
@@ -571,6 +578,7 @@ class HeadlineBootstrap:
     strata: str
     n_cells: int
     macro_sources: tuple[str, ...]
+    macro_fpr_sources: tuple[str, ...] = ()
     replicates: dict[str, NDArray[np.float64]] | None = field(default=None, repr=False)
 
     def to_frame(self) -> pd.DataFrame:
@@ -604,7 +612,7 @@ def bootstrap_headline(
         Labels (1 = attack), scores in [0, 1], source name per row.
     thresholds : float or sequence of float
         Operating thresholds (e.g. the FPR <= 1% point and the natural one);
-        micro F1/precision/recall/FPR and macro F1 are computed at each.
+        micro F1/precision/recall/FPR and macro F1/FPR are computed at each.
     seed : int, SeedSequence or Generator
         Root of the resampling randomness (required: no global RNG).
     strata : array-like, optional
@@ -677,9 +685,10 @@ def bootstrap_headline(
     for ti, thr in enumerate(t.tolist()):
         at[thr] = {
             m: _ci(point[f"{m}@{ti}"], reps[f"{m}@{ti}"], lvl)
-            for m in ("f1", "precision", "recall", "fpr", "macro_f1")
+            for m in ("f1", "precision", "recall", "fpr", "macro_f1", "macro_fpr")
         }
     has_pos = np.bincount(eng.col_src[eng.col_y == 1], minlength=len(names)) > 0
+    has_neg = np.bincount(eng.col_src[eng.col_y == 0], minlength=len(names)) > 0
     return HeadlineBootstrap(
         thresholds=tuple(t.tolist()),
         auc=_ci(point["auc"], reps["auc"], lvl),
@@ -689,6 +698,7 @@ def bootstrap_headline(
         strata="source x label" if strata is None else "custom",
         n_cells=len(eng.cell_bounds),
         macro_sources=tuple(n for n, h in zip(names, has_pos, strict=True) if h),
+        macro_fpr_sources=tuple(n for n, h in zip(names, has_neg, strict=True) if h),
         replicates=reps if return_replicates else None,
     )
 

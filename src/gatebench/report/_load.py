@@ -15,7 +15,10 @@ from typing import Any
 
 from gatebench.artifacts import read_json, read_result
 
-__all__ = ["RunData", "load_run"]
+__all__ = ["UNNAMED_DETECTOR", "RunData", "load_run"]
+
+#: What captions call a detector the run did not name: neutral words, never a system's name.
+UNNAMED_DETECTOR = "this detector"
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,20 @@ class RunData:
     result: dict[str, Any]
     manifest: dict[str, Any] = field(default_factory=dict)
     trace_info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def detector(self) -> str:
+        """The detector's registry name as the run recorded it; :data:`UNNAMED_DETECTOR` if none.
+
+        Captions and titles name the system from the run itself, so a report
+        of one detector can never be labelled with another's name.
+        """
+        for source in (self.result, self.manifest, self.result.get("comparisons") or {}):
+            det = source.get("detector") if isinstance(source, Mapping) else None
+            name = det.get("name") if isinstance(det, Mapping) else det
+            if isinstance(name, str) and name.strip():
+                return name.strip()
+        return UNNAMED_DETECTOR
 
     def section(self, key: str) -> Any:
         """``result[key]``, or ``None`` when the key is absent or empty."""

@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 from gatebench.report import tables
 from gatebench.report._load import RunData, load_run
 from gatebench.report._render import Job, draw_all
-from gatebench.report.figures import Absent, FigureSpec, Prepared, prepare
+from gatebench.report.figures import Absent, FigureSpec, Prepared, names, prepare
 from gatebench.report.glossary import GLOSSARY
 from gatebench.report.markdown import write_result_md
 from gatebench.report.summary import executive_summary
@@ -43,6 +43,7 @@ class FigureView:
     """One figure as the template shows it: inline SVG with words, or the reason it is absent."""
 
     spec: FigureSpec
+    title: str = ""
     svg: Markup | None = None
     alt: str = ""
     caption: str = ""
@@ -69,18 +70,22 @@ def render_figures(
         Job(spec.number, got.data, got.alt) for spec, got in prepared if isinstance(got, Prepared)
     ]
     drawn = {d.number: d for d in draw_all(jobs, figures_dir, n_jobs=n_jobs)}
+    called = names(run)
     views = []
     for spec, got in prepared:
+        title = spec.heading(called)
         if isinstance(got, Absent):
-            views.append(FigureView(spec, absent=got.reason))
+            views.append(FigureView(spec, title, absent=got.reason))
             continue
         d = drawn[spec.number]
         if d.error:
             warnings.warn(f"figure {spec.number} ({spec.key}) failed: {d.error}", stacklevel=2)
-            views.append(FigureView(spec, absent=f"drawing failed ({d.error})."))
+            views.append(FigureView(spec, title, absent=f"drawing failed ({d.error})."))
             continue
         views.append(
-            FigureView(spec, svg=Markup(d.svg), alt=got.alt, caption=got.caption, files=d.files)
+            FigureView(
+                spec, title, svg=Markup(d.svg), alt=got.alt, caption=got.caption, files=d.files
+            )
         )
     return views
 
@@ -129,6 +134,7 @@ def context(run: RunData, views: list[FigureView]) -> dict[str, Any]:
         "sentences": tables.operating_sentences(run),
         "headline": tables.headline_rows(run),
         "macro": tables.macro_coverage(run),
+        "macro_cis": tables.macro_intervals(run),
         "auc": tables.auc_row(run),
         "sections": [
             {
@@ -142,6 +148,7 @@ def context(run: RunData, views: list[FigureView]) -> dict[str, Any]:
         "n_absent": sum(v.svg is None for v in views),
         "leaderboard": leaderboard,
         "has_comparisons": has_comparisons,
+        "competitor": names(run)["competitor"],
         "folds": tables.fold_tables(run),
         "diagnostics": tables.diagnostics_rows(run),
         "duplicates": tables.duplicates(run),

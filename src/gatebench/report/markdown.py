@@ -15,6 +15,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from gatebench.report import tables
 from gatebench.report._load import RunData
+from gatebench.report.figures import names
 from gatebench.report.fmt import pct
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ def render_result_md(
         auc=tables.auc_row(run),
         leaderboard=leaderboard,
         has_comparisons=has_comparisons,
+        competitor=names(run)["competitor"],
         failing=[d for d in diagnostics if d["status"] == "FAIL"],
         warnings=[d for d in diagnostics if d["status"] == "WARN"],
         n_diagnostics=len(diagnostics),

@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from gatebench.report._load import RunData
-from gatebench.report.figures._common import as_records, first
+from gatebench.report.figures._common import PASS_NAMES, as_records, first, pass_order
 from gatebench.report.fmt import ci, count, is_num, num, pct, rate_digits, signed_pp
 
 __all__ = [
+    "defined",
     "diagnostics_rows",
     "duplicates",
     "fold_tables",
@@ -24,6 +25,7 @@ __all__ = [
     "leaderboard_rows",
     "licence_rows",
     "macro_coverage",
+    "macro_intervals",
     "operating_sentences",
 ]
 
@@ -155,6 +157,17 @@ def headline_rows(run: RunData) -> list[dict[str, Any]]:
     return rows
 
 
+def macro_intervals(run: RunData) -> list[str]:
+    """Metrics whose headline macro mean has a stored interval, in table order.
+
+    Runs written before the macro-FPR interval existed store F1's only; the
+    table caption says which, rather than implying an interval is missing.
+    """
+    macro = ((run.result.get("metrics") or {}).get("headline") or {}).get("macro") or {}
+    cis = macro.get("ci") or {}
+    return [k for k in HEADLINE_KEYS if is_num((cis.get(k) or {}).get("low"))]
+
+
 def macro_coverage(run: RunData) -> dict[str, Any]:
     """How many sources each macro mean averages, and which are skipped as undefined.
 
@@ -236,6 +249,39 @@ def _comparison_cells(row: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+#: What each per-source metric needs to be defined: attacks, benign prompts, or both.
+NEEDS = {
+    "f1": ("pos",),
+    "precision": ("pos",),
+    "recall": ("pos",),
+    "fpr": ("neg",),
+    "oda": ("neg",),
+    "auc": ("pos", "neg"),
+}
+
+
+def defined(metric: str, row: Mapping[str, Any]) -> bool:
+    """False when ``metric`` is undefined on a source of this class mix.
+
+    Precision on a source without attacks is stored as 0 when anything is
+    flagged (0 / FP), but no attack exists to be precise about: like F1 and
+    recall there, it is not a measurement of the source. Counts that were not
+    recorded leave the stored value to speak for itself.
+
+    Examples
+    --------
+    >>> defined("precision", {"n_pos": 0, "n_neg": 130}), defined("fpr", {"n_pos": 0})
+    (False, True)
+    """
+    counts = {"pos": row.get("n_pos"), "neg": row.get("n_neg")}
+    return all(not (is_num(counts[k]) and counts[k] == 0) for k in NEEDS.get(metric, ()))
+
+
+def _shown(row: Mapping[str, Any], metric: str) -> Any:
+    """The stored value where the metric is defined on the source, else None (n/a)."""
+    return row.get(metric) if defined(metric, row) else None
+
+
 def leaderboard_rows(run: RunData) -> tuple[list[dict[str, Any]], bool]:
     """Per-dataset rows at θ_op; True in second place when comparison columns exist."""
     family = {
@@ -258,11 +304,11 @@ def leaderboard_rows(run: RunData) -> tuple[list[dict[str, Any]], bool]:
                 "estimate": r.get("estimate"),
                 "estimate_text": pct(r.get("estimate"), rate_digits(metric)),
                 "ci_text": ci(r.get("low_95"), r.get("high_95"), rate_digits(metric)),
-                "f1": pct(r.get("f1")),
-                "precision": pct(r.get("precision")),
-                "recall": pct(r.get("recall")),
-                "fpr": pct(r.get("fpr"), 2),
-                "auc": num(r.get("auc")),
+                "f1": pct(_shown(r, "f1")),
+                "precision": pct(_shown(r, "precision")),
+                "recall": pct(_shown(r, "recall")),
+                "fpr": pct(_shown(r, "fpr"), 2),
+                "auc": num(_shown(r, "auc")),
                 "prevalence_ratio": num(r.get("prevalence_ratio")),
                 "theta_s": num(r.get("theta_s"), 4),
                 "small_n": bool(r.get("small_n")),
@@ -279,11 +325,10 @@ def leaderboard_rows(run: RunData) -> tuple[list[dict[str, Any]], bool]:
 
 def fold_tables(run: RunData) -> list[dict[str, Any]]:
     """Per pass: the per-fold thresholds and F1s, and the summary over folds."""
-    names = {"strat": "StratifiedKFold (headline)", "sgk": "StratifiedGroupKFold (leakage)"}
     out = []
     blocks = run.result.get("fold_thresholds") or {}
     # The headline pass first, whatever order the JSON keys were written in.
-    for name in sorted(blocks, key=lambda n: (n != "strat", n)):
+    for name in sorted(blocks, key=pass_order):
         block = blocks[name]
         folds = [
             {
@@ -303,7 +348,7 @@ def fold_tables(run: RunData) -> list[dict[str, Any]]:
         out.append(
             {
                 "pass": name,
-                "title": names.get(name, name),
+                "title": PASS_NAMES.get(name, name),
                 "folds": folds,
                 "summary": {
                     k: num(summary.get(k), 4) for k in ("mean", "median", "std", "min", "max")

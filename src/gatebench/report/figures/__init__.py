@@ -8,6 +8,7 @@ matplotlib Figure). :func:`prepare` runs the extractors; nothing here draws.
 from __future__ import annotations
 
 from gatebench.report._load import RunData
+from gatebench.report.figures._competitors import lakera_name
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures.calibration import RELIABILITY
 from gatebench.report.figures.compare import BENIGN_FPR, LAKERA, PARETO, POINTS
@@ -23,7 +24,7 @@ from gatebench.report.figures.forest import FOREST
 from gatebench.report.figures.latency import LATENCY
 from gatebench.report.figures.operating import DET, MAX_TPR, PREVALENCE, SWEEP, THETA_S
 
-__all__ = ["FIGURES", "Absent", "FigureSpec", "Prepared", "prepare"]
+__all__ = ["FIGURES", "Absent", "FigureSpec", "Prepared", "names", "prepare"]
 
 FIGURES: tuple[FigureSpec, ...] = (
     ROC,
@@ -47,6 +48,11 @@ FIGURES: tuple[FigureSpec, ...] = (
     LAKERA,
     LATENCY,
 )
+
+
+def names(run: RunData) -> dict[str, str]:
+    """The names titles are filled with (:meth:`FigureSpec.heading`), read from the run."""
+    return {"detector": run.detector, "competitor": lakera_name(run)}
 
 
 def prepare(run: RunData) -> list[tuple[FigureSpec, Prepared | Absent]]:

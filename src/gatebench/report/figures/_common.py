@@ -7,7 +7,29 @@ from typing import Any
 
 from gatebench.report.fmt import is_num
 
-__all__ = ["as_records", "diag_figure", "finite", "first", "missing_diag"]
+__all__ = [
+    "HEADLINE_PASS",
+    "PASS_NAMES",
+    "as_records",
+    "diag_figure",
+    "finite",
+    "first",
+    "missing_diag",
+    "pass_order",
+]
+
+#: The CV pass the headline numbers come from.
+HEADLINE_PASS = "strat"
+#: Display names of the CV passes a run records.
+PASS_NAMES = {
+    "strat": "StratifiedKFold (headline)",
+    "sgk": "StratifiedGroupKFold (leakage)",
+}
+
+
+def pass_order(name: str) -> tuple[bool, str]:
+    """Sort key that puts the headline pass first, then the others by name."""
+    return name != HEADLINE_PASS, name
 
 
 def as_records(obj: Any) -> list[dict[str, Any]]:

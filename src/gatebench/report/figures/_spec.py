@@ -7,15 +7,19 @@ is left out instead of drawing an empty axis.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.figure import Figure
 
-from gatebench.report._load import RunData
+from gatebench.report._load import UNNAMED_DETECTOR, RunData
 
-__all__ = ["Absent", "FigureSpec", "Prepared"]
+__all__ = ["DEFAULT_NAMES", "Absent", "FigureSpec", "Prepared"]
+
+#: Names used when the run records none: neutral words for the detector, and the
+#: product name of the competitor the comparison figures single out.
+DEFAULT_NAMES = {"detector": UNNAMED_DETECTOR, "competitor": "Lakera Guard"}
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,8 @@ class FigureSpec:
     key : str
         Stable slug, used for HTML ids and file names.
     title : str
-        Short title.
+        Short title; ``{detector}`` and ``{competitor}`` stand for the run's
+        detector and the named competitor (see :meth:`heading`).
     paper : str
         The paper figure it reproduces, e.g. ``"paper Fig. 1"``.
     extract : callable
@@ -70,6 +75,22 @@ class FigureSpec:
     paper: str
     extract: Callable[[RunData], Prepared | Absent]
     draw: Callable[[Any], Figure]
+
+    def heading(self, names: Mapping[str, str]) -> str:
+        """The title with the run's names filled in.
+
+        Parameters
+        ----------
+        names : mapping
+            ``detector`` and ``competitor`` display names, read from the run.
+
+        Examples
+        --------
+        >>> spec = FigureSpec(19, "k", "{detector} vs {competitor}", "", print, print)
+        >>> spec.heading({"detector": "tfidf-lr", "competitor": "lakera-guard"})
+        'tfidf-lr vs lakera-guard'
+        """
+        return self.title.format_map({**DEFAULT_NAMES, **names})
 
     @property
     def slug(self) -> str:

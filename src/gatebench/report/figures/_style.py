@@ -30,6 +30,7 @@ __all__ = [
     "probit",
     "probit_ticks",
     "rate_axis",
+    "rate_limits",
     "style",
 ]
 
@@ -39,6 +40,8 @@ RED = "#c62828"
 GREEN = "#2e7d32"
 GREY = "#8a8a8a"
 PURPLE = "#6a3d9a"
+#: Room past the ends of a probit axis (normal-quantile units): a marker's radius and more.
+PROBIT_PAD = 0.3
 STATUS_COLOURS = {"PASS": GREEN, "WARN": ORANGE, "FAIL": RED, "NOT_APPLICABLE": GREY}
 
 #: rc settings applied while drawing and saving. Text stays text in SVG
@@ -112,14 +115,33 @@ def rate_axis(ax: Axes, *, linthresh: float | None = None, axis: str = "x") -> N
     target.set_minor_locator(NullLocator())
 
 
-def probit_ticks(ax: Axes, axis: str = "both") -> None:
-    """Label probit axes with rates in percent."""
-    ticks = [0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99]
-    labels = ["0.1%", "1%", "5%", "20%", "50%", "80%", "95%", "99%"]
-    pos = probit(ticks)
+def rate_limits(ax: Axes, *, linthresh: float) -> None:
+    """An F1-against-FPR axis whose limits keep whole markers at FPR 0 or 1 and F1 0 or 1.
+
+    The FPR axis is :func:`rate_axis` symlog; both axes reach a little past the
+    data's range (a negative FPR, an F1 above 1), where no tick is drawn, so a
+    point on an edge is drawn whole instead of halved.
+    """
+    rate_axis(ax, linthresh=linthresh)
+    ax.set_xlim(-0.3 * linthresh, 1.6)
+    ax.set_ylim(-0.05, 1.07)
+    ax.set_yticks(np.linspace(0, 1, 6))
+
+
+def probit_ticks(ax: Axes, axis: str = "both", floor: float = 1e-4) -> None:
+    """Label probit axes with rates in percent, from ``floor`` to ``1 - floor``.
+
+    :func:`probit` draws rates of 0 and 1 at ``floor`` and ``1 - floor``; the
+    limits reach a little past both so those points (and markers on them) are
+    drawn whole, and the end ticks say where they are.
+    """
+    ticks = [floor, 0.001, 0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99, 1 - floor]
+    labels = [f"{100 * t:g}%" for t in ticks]
+    pos = probit(ticks, floor)
+    lo, hi = float(pos[0]) - PROBIT_PAD, float(pos[-1]) + PROBIT_PAD
     if axis in ("x", "both"):
         ax.set_xticks(pos, labels)
-        ax.set_xlim(probit([5e-4])[0], probit([0.995])[0])
+        ax.set_xlim(lo, hi)
     if axis in ("y", "both"):
         ax.set_yticks(pos, labels)
-        ax.set_ylim(probit([5e-4])[0], probit([0.995])[0])
+        ax.set_ylim(lo, hi)

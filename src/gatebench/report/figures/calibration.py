@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from gatebench.report._load import RunData
@@ -24,8 +25,8 @@ def draw_reliability(data: Mapping[str, Any]) -> Figure:
     Parameters
     ----------
     data : mapping
-        ``panels``: list of ``{title, colour, bins}`` where ``bins`` are records
-        ``{lo, hi, mean_score, positive_rate, count}``.
+        ``panels``: list of ``{title, legend, colour, bins}`` where ``bins`` are
+        records ``{lo, hi, mean_score, positive_rate, count}``.
     """
     panels = data["panels"]
     fig = new_figure(3.4 * len(panels), 4.4)
@@ -38,11 +39,12 @@ def draw_reliability(data: Mapping[str, Any]) -> Figure:
         y = [b["positive_rate"] for b in bins]
         top.plot([0, 1], [0, 1], ls=":", color=GREY, lw=1, label="perfect calibration")
         top.plot(x, y, "o-", color=panel["colour"], ms=4, lw=1.4, label="observed")
-        top.set_xlim(0, 1)
-        top.set_ylim(0, 1)
+        # Past [0, 1] on both axes: an empty or all-attack bin sits at 0 or 1 and
+        # its marker must be drawn whole.
+        top.set_xlim(-0.03, 1.03)
+        top.set_ylim(-0.04, 1.04)
         top.set_ylabel("observed attack rate")
         top.set_title(panel["title"])
-        top.legend(loc="upper left", frameon=False)
         top.tick_params(labelbottom=False)
         edges = [panel["bins"][0]["lo"]] + [b["hi"] for b in panel["bins"]]
         counts = [b.get("count") or 0 for b in panel["bins"]]
@@ -55,6 +57,20 @@ def draw_reliability(data: Mapping[str, Any]) -> Figure:
         bottom.yaxis.set_minor_locator(NullLocator())
         bottom.set_xlabel("predicted probability (bin)")
         bottom.set_ylabel("prompts")
+    # One legend under both panels: inside a panel it would sit on bins that can
+    # fall anywhere in the unit square.
+    fig.legend(
+        handles=[
+            Line2D([], [], ls=":", color=GREY, lw=1, label="perfect calibration"),
+            *(
+                Line2D([], [], marker="o", color=p["colour"], ms=4, lw=1.4, label=p["legend"])
+                for p in panels
+            ),
+        ],
+        loc="outside lower center",
+        ncols=1 + len(panels),
+        frameon=False,
+    )
     return fig
 
 
@@ -74,7 +90,8 @@ def _extract_reliability(run: RunData) -> Prepared | Absent:
             title = (
                 f"{label}\nECE {num(cal.get(f'ece_{key}'))} · Brier {num(cal.get(f'brier_{key}'))}"
             )
-            panels.append({"title": title, "colour": colour, "bins": bins})
+            legend = f"observed, {label[0].lower()}{label[1:]}"
+            panels.append({"title": title, "legend": legend, "colour": colour, "bins": bins})
     if not panels:
         return Absent("result.json has no `calibration` reliability tables.")
     alt = (

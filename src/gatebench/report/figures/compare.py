@@ -1,9 +1,11 @@
 """Comparison figures (paper §4): every (system × dataset) point (16), the global Pareto
-(17), benign-set FPR against every competitor (18) and Gate vs Lakera at matched FPR (19).
+(17), benign-set FPR against every competitor (18) and the run's detector against Lakera
+Guard at matched FPR (19).
 
 They read ``result["comparisons"]`` as :func:`gatebench.compare.build_comparisons`
-writes it: ``leaderboard`` (per dataset: ``ours``, ``competitors``, ``lakera`` …),
-``pareto.global`` (``ours``, ``competitors``) and ``pareto.per_dataset``.
+writes it: ``leaderboard`` (per dataset: ``ours``, ``ranking``, ``competitors``,
+``lakera`` …), ``pareto.global`` (``ours``, ``competitors``) and ``pareto.per_dataset``.
+Systems are named as the run and the published table spell them, never by a fixed label.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from matplotlib.ticker import PercentFormatter
 
 from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records
-from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
+from gatebench.report.figures._competitors import (
+    is_lakera,
+    lakera_name,
+    leaderboard,
+    pareto_tables,
+    published_ranking,
+)
+from gatebench.report.figures._spec import DEFAULT_NAMES, Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import (
     BLUE,
     GREEN,
@@ -26,28 +35,15 @@ from gatebench.report.figures._style import (
     ORANGE,
     RED,
     new_figure,
-    rate_axis,
+    rate_limits,
 )
 from gatebench.report.fmt import is_num, pct
 
-__all__ = ["BENIGN_FPR", "LAKERA", "PARETO", "POINTS", "is_lakera", "leaderboard"]
+__all__ = ["BENIGN_FPR", "LAKERA", "PARETO", "POINTS"]
 
 BENIGN_SETS = ("notinject", "wildguard-benign")
-
-
-def is_lakera(system: Any) -> bool:
-    """Lakera Guard, under any of the names the published table uses."""
-    return "lakera" in str(system).lower()
-
-
-def leaderboard(run: RunData) -> list[dict[str, Any]]:
-    """``comparisons.leaderboard``: one record per dataset (empty when not compared)."""
-    return as_records(run.comparison("leaderboard"))
-
-
-def _pareto(run: RunData) -> Mapping[str, Any]:
-    p = run.comparison("pareto")
-    return p if isinstance(p, Mapping) else {}
+#: FPR axis of Figures 16 and 17: symlog, linear below 1%.
+LINTHRESH = 1e-2
 
 
 def _missing(key: str) -> Absent:
@@ -68,16 +64,17 @@ def draw_points(data: Mapping[str, Any]) -> Figure:
     data : mapping
         ``points``: records ``{system, dataset, f1, fpr, role}`` where role is one of
         ``headline``, ``natural``, ``lakera``, ``second``, ``other``; ``second`` names the
-        second-most-published competitor.
+        second-most-published competitor; ``detector`` and ``lakera`` name those systems.
     """
     fig = new_figure(6.4, 4.6)
     ax = fig.add_subplot()
+    det = data.get("detector") or DEFAULT_NAMES["detector"]
     style = {
         "other": (GREY, "o", 18, "other competitors"),
         "second": (ORANGE, "o", 24, data.get("second") or "second-most published"),
-        "lakera": (RED, "D", 26, "Lakera Guard"),
-        "natural": (BLUE, "s", 30, "this detector, natural point"),
-        "headline": (GREEN, "o", 34, "this detector, headline point"),
+        "lakera": (RED, "D", 26, data.get("lakera") or DEFAULT_NAMES["competitor"]),
+        "natural": (BLUE, "s", 30, f"{det}, natural point"),
+        "headline": (GREEN, "o", 34, f"{det}, headline point"),
     }
     for role, (colour, marker, size, label) in style.items():
         pts = [p for p in data["points"] if p["role"] == role]
@@ -93,9 +90,7 @@ def draw_points(data: Mapping[str, Any]) -> Figure:
                 label=label,
                 zorder=3 if role in ("headline", "natural") else 2,
             )
-    rate_axis(ax, linthresh=1e-2)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.02)
+    rate_limits(ax, linthresh=LINTHRESH)
     ax.set_xlabel("FPR (log scale; linear below 1%)")
     ax.set_ylabel("F1")
     ax.set_title("Every (system × dataset) operating point")
@@ -106,7 +101,7 @@ def draw_points(data: Mapping[str, Any]) -> Figure:
 def _extract_points(run: RunData) -> Prepared | Absent:
     rows = [
         r
-        for r in as_records(_pareto(run).get("per_dataset"))
+        for r in as_records(pareto_tables(run).get("per_dataset"))
         if is_num(r.get("f1")) and is_num(r.get("fpr"))
     ]
     if not rows:
@@ -124,15 +119,16 @@ def _extract_points(run: RunData) -> Prepared | Absent:
             role = "second" if str(r["system"]) == second else "other"
         pts.append({**r, "role": role})
     n_systems = len({str(r["system"]) for r in theirs})
+    det, lakera = run.detector, lakera_name(run)
     alt = (
-        f"Scatter of F1 against FPR for {len(pts)} (system × dataset) operating points: this "
-        f"detector's per-dataset points and {len(theirs)} published points from "
+        f"Scatter of F1 against FPR for {len(pts)} (system × dataset) operating points: "
+        f"{det}'s per-dataset points and {len(theirs)} published points from "
         f"{n_systems} competitors."
     )
     caption = (
         "One point per (system × dataset) pair where F1 and FPR are both known (for "
-        "competitors: published on the same row). Green: this detector at the headline point; "
-        "blue: at the natural point; red: Lakera Guard; orange: "
+        f"competitors: published on the same row). Green: {det} at the headline point; "
+        f"blue: at the natural point; red: {lakera}; orange: "
         f"{second or 'the second-most-published competitor'}; grey: every other competitor. "
         "Up and left is better. Points come from different datasets, so compare the clouds; "
         "the per-dataset leaderboard pairs them."
@@ -140,10 +136,11 @@ def _extract_points(run: RunData) -> Prepared | Absent:
             ""
             if theirs
             else " No competitor publishes F1 and FPR on the same row for a dataset of this "
-            "trace, so only this detector's points are drawn."
+            f"trace, so only {det}'s points are drawn."
         )
     )
-    return Prepared({"points": pts, "second": second}, alt, caption)
+    data = {"points": pts, "second": second, "detector": det, "lakera": lakera}
+    return Prepared(data, alt, caption)
 
 
 POINTS = FigureSpec(
@@ -166,7 +163,8 @@ def draw_pareto(data: Mapping[str, Any]) -> Figure:
     ----------
     data : mapping
         ``systems``: records ``{system, f1, fpr, latency_ms, role}`` with role
-        ``headline``, ``natural``, ``lakera``, ``multi`` or ``single``.
+        ``headline``, ``natural``, ``lakera``, ``multi`` or ``single``; ``detector``
+        and ``lakera`` name those systems in the legend.
     """
     fig = new_figure(6.4, 4.8)
     ax = fig.add_subplot()
@@ -191,20 +189,26 @@ def draw_pareto(data: Mapping[str, Any]) -> Figure:
             alpha=0.85,
             zorder=3,
         )
+        # Names of points past 10% FPR go to their left, so none runs off the figure.
+        right = s["fpr"] > 0.1
         ax.annotate(
-            s["system"], (s["fpr"], s["f1"]), xytext=(4, 3), textcoords="offset points", fontsize=7
+            s["system"],
+            (s["fpr"], s["f1"]),
+            xytext=(-4 if right else 4, 3),
+            textcoords="offset points",
+            ha="right" if right else "left",
+            fontsize=7,
         )
+    det = data.get("detector") or DEFAULT_NAMES["detector"]
     for role, label in (
-        ("headline", "this detector, headline"),
-        ("natural", "this detector, natural"),
-        ("lakera", "Lakera Guard"),
+        ("headline", f"{det}, headline"),
+        ("natural", f"{det}, natural"),
+        ("lakera", data.get("lakera") or DEFAULT_NAMES["competitor"]),
         ("multi", "≥ 2 benchmarks"),
         ("single", "1 benchmark"),
     ):
         ax.scatter([], [], c=colours[role], label=label)
-    rate_axis(ax, linthresh=1e-2)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.05)
+    rate_limits(ax, linthresh=LINTHRESH)
     ax.set_xlabel("mean FPR (log scale; linear below 1%)")
     ax.set_ylabel("mean F1")
     ax.set_title("Global Pareto (marker area grows with latency)")
@@ -213,7 +217,7 @@ def draw_pareto(data: Mapping[str, Any]) -> Figure:
 
 
 def _extract_pareto(run: RunData) -> Prepared | Absent:
-    glob = _pareto(run).get("global") or {}
+    glob = pareto_tables(run).get("global") or {}
     comps = [
         r
         for r in as_records(glob.get("competitors"))
@@ -249,16 +253,17 @@ def _extract_pareto(run: RunData) -> Prepared | Absent:
             )
     alt = f"Scatter of mean F1 against mean FPR for {len(systems)} systems, labelled by name."
     note = str(glob.get("note") or "")
+    det, lakera = run.detector, lakera_name(run)
     caption = (
         "One point per system: F1 and FPR averaged within each benchmark, then across "
         "benchmarks, over third-party rows that publish both on the same row (the number in "
-        "brackets counts benchmarks). Green / blue: this detector at the headline / natural "
-        "point; red: Lakera Guard; grey: competitors on two or more benchmarks; orange: "
+        f"brackets counts benchmarks). Green / blue: {det} at the headline / natural "
+        f"point; red: {lakera}; grey: competitors on two or more benchmarks; orange: "
         "single-benchmark competitors. Marker area grows with published mean latency (the "
-        "median where none is published, and for this detector). Up and left is better."
+        f"median where none is published, and for {det}). Up and left is better."
         + (f" Note: {note}." if note else "")
     )
-    return Prepared({"systems": systems}, alt, caption)
+    return Prepared({"systems": systems, "detector": det, "lakera": lakera}, alt, caption)
 
 
 PARETO = FigureSpec(
@@ -276,7 +281,8 @@ def draw_benign_fpr(data: Mapping[str, Any]) -> Figure:
     ----------
     data : mapping
         ``panels``: list of ``{dataset, ours, rows}`` where rows are ``{system, fpr}``
-        (system labels carry their * for self-evaluations); ``ours`` is our FPR at θ_op.
+        (system labels carry their * for self-evaluations); ``ours`` is our FPR at θ_op;
+        ``detector`` names our bar.
     """
     panels = data["panels"]
     height = sum(len(p["rows"]) + 2 for p in panels)
@@ -286,7 +292,7 @@ def draw_benign_fpr(data: Mapping[str, Any]) -> Figure:
     )[:, 0]
     for ax, panel in zip(axes, panels, strict=True):
         rows = sorted(panel["rows"], key=lambda r: r["fpr"])
-        names = ["this detector"] + [r["system"] for r in rows]
+        names = [data.get("detector") or DEFAULT_NAMES["detector"]] + [r["system"] for r in rows]
         vals = [panel["ours"]] + [r["fpr"] for r in rows]
         colours = [BLUE] + [GREEN if r["fpr"] > panel["ours"] else RED for r in rows]
         y = np.arange(len(vals))
@@ -307,10 +313,8 @@ def _benign_panel(run: RunData, row: Mapping[str, Any]) -> dict[str, Any] | None
     ours = {r.get("source"): r.get("fpr") for r in as_records(run.result.get("by_source"))}
     mine = ours.get(row.get("dataset"))
     rows = []
-    for c in as_records(row.get("competitors")):
-        v, metric = c.get("value"), str(c.get("metric"))
-        if not is_num(v):
-            continue
+    for c in published_ranking(row):
+        v, metric = c["value"], str(c.get("metric"))
         label = str(c.get("label") or c.get("system"))
         # On an all-benign set ODA (or accuracy) is 1 − FPR: the same number, restated.
         if metric == "fpr":
@@ -338,26 +342,28 @@ def _extract_benign_fpr(run: RunData) -> Prepared | Absent:
             "trace) and a published competitor FPR or over-defence accuracy."
         )
     missing = [d for d in BENIGN_SETS if d not in {p["dataset"] for p in panels}]
+    det = run.detector
     alt = (
         "; ".join(
-            f"{p['dataset']}: our FPR {pct(p['ours'])} against {len(p['rows'])} published "
-            "competitor values"
+            f"{p['dataset']}: {det}'s FPR {pct(p['ours'])} against {len(p['rows'])} "
+            "published competitor values"
             for p in panels
         )
         + "."
     )
     caption = (
-        "False-positive rate on all-benign over-defence sets, lower is better. Blue: this "
-        "detector at the global headline threshold; green: competitors with a higher FPR "
-        "than ours; red: lower. A published over-defence accuracy is shown as 1 − accuracy. "
-        "* = self-evaluation (an upper bound)."
+        f"False-positive rate on all-benign over-defence sets, lower is better. Blue: {det} "
+        "at the global headline threshold; green: competitors with a higher FPR than ours; "
+        "red: lower. One bar per system: where several sources publish a system's number, "
+        "its best is drawn (as the leaderboard ranks it). A published over-defence accuracy "
+        "is shown as 1 − accuracy. * = self-evaluation (an upper bound), its own bar."
         + (
             f" Not drawn (not in this trace or nothing published): {', '.join(missing)}."
             if missing
             else ""
         )
     )
-    return Prepared({"panels": panels}, alt, caption)
+    return Prepared({"panels": panels, "detector": det}, alt, caption)
 
 
 BENIGN_FPR = FigureSpec(
@@ -370,17 +376,20 @@ BENIGN_FPR = FigureSpec(
 )
 
 
-# -- 19. Gate vs Lakera at matched FPR ----------------------------------------------------
+# -- 19. the run's detector vs Lakera Guard at matched FPR --------------------------------
 
 
 def draw_lakera(data: Mapping[str, Any]) -> Figure:
-    """Paired bars per dataset: this detector (blue, with its CI) and Lakera Guard (red).
+    """Paired bars per dataset: the run's detector (blue, with its CI) and Lakera Guard (red).
 
     Parameters
     ----------
     data : mapping
-        ``rows``: records ``{dataset, metric, ours, low, high, lakera, mark}``.
+        ``rows``: records ``{dataset, metric, ours, low, high, lakera, mark}``;
+        ``detector`` and ``lakera``: the two systems' names.
     """
+    det = data.get("detector") or DEFAULT_NAMES["detector"]
+    lakera = data.get("lakera") or DEFAULT_NAMES["competitor"]
     rows = data["rows"]
     fig = new_figure(6.4, 1.2 + 0.5 * len(rows))
     ax = fig.add_subplot()
@@ -403,9 +412,9 @@ def draw_lakera(data: Mapping[str, Any]) -> Figure:
         xerr=err,
         ecolor="black",
         error_kw={"lw": 0.8, "capsize": 2},
-        label="this detector (95% CI)",
+        label=f"{det} (95% CI)",
     )
-    ax.barh(y + 0.2, lak, height=0.38, color=RED, label="Lakera Guard (published)")
+    ax.barh(y + 0.2, lak, height=0.38, color=RED, label=f"{lakera} (published)")
     for i in range(len(rows)):
         ax.annotate(
             f"{100 * ours[i]:.1f}",
@@ -427,7 +436,7 @@ def draw_lakera(data: Mapping[str, Any]) -> Figure:
     ax.invert_yaxis()
     ax.set_xlim(0, 1.12)
     ax.set_xlabel("primary metric")
-    ax.set_title("This detector vs Lakera Guard at matched FPR")
+    ax.set_title(f"{det} vs {lakera} at matched FPR")
     fig.legend(loc="outside lower center", ncols=2, frameon=False)
     return fig
 
@@ -456,24 +465,31 @@ def _extract_lakera(run: RunData) -> Prepared | Absent:
     dagger = [r["dataset"] for r in rows if r["mark"] == "†"]
     ddagger = [r["dataset"] for r in rows if r["mark"] == "‡"]
     ahead = sum(r["ours"] >= r["lakera"] for r in rows if not r["mark"])
+    det, lakera = run.detector, lakera_name(run)
     alt = (
-        f"Paired bars for {len(rows)} datasets, this detector against Lakera Guard; ours is at "
-        f"or above Lakera on {ahead} of {len(true_match)} true matched-FPR rows."
+        f"Paired bars for {len(rows)} datasets, {det} against {lakera}; {det} is at "
+        f"or above {lakera} on {ahead} of {len(true_match)} true matched-FPR rows."
     )
     caption = (
-        "Per dataset, this detector's primary metric (blue, with its 95% interval) with the "
-        "threshold re-tuned to Lakera Guard's published FPR on that dataset, next to Lakera's "
+        f"Per dataset, {det}'s primary metric (blue, with its 95% interval) with the "
+        f"threshold re-tuned to {lakera}'s published FPR on that dataset, next to {lakera}'s "
         "published value (red). † : the primary metric is FPR or ODA, where matching FPR "
-        "collapses the comparison, so our value is at the global headline threshold"
+        f"collapses the comparison, so {det}'s value is at the global headline threshold"
         + (f" ({', '.join(dagger)})" if dagger else "")
-        + ". ‡ : Lakera published no FPR, so our threshold is matched to a 1% FPR surrogate"
+        + f". ‡ : {lakera} published no FPR, so {det}'s threshold is matched to a 1% FPR "
+        "surrogate"
         + (f" ({', '.join(ddagger)})" if ddagger else "")
-        + f". True matched-FPR rows: {', '.join(true_match) or 'none'}. Datasets where Lakera "
-        "publishes nothing are absent, not counted as wins."
+        + f". True matched-FPR rows: {', '.join(true_match) or 'none'}. Datasets where "
+        f"{lakera} publishes nothing are absent, not counted as wins."
     )
-    return Prepared({"rows": rows}, alt, caption)
+    return Prepared({"rows": rows, "detector": det, "lakera": lakera}, alt, caption)
 
 
 LAKERA = FigureSpec(
-    19, "lakera", "Gate vs Lakera at matched FPR", "paper Fig. 21", _extract_lakera, draw_lakera
+    19,
+    "lakera",
+    "{detector} vs {competitor} at matched FPR",
+    "paper Fig. 21",
+    _extract_lakera,
+    draw_lakera,
 )

@@ -9,7 +9,14 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from gatebench.report._load import RunData
-from gatebench.report.figures._common import as_records, diag_figure, finite, missing_diag
+from gatebench.report.figures._common import (
+    PASS_NAMES,
+    as_records,
+    diag_figure,
+    finite,
+    missing_diag,
+    pass_order,
+)
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, ORANGE, RED, new_figure
 from gatebench.report.fmt import is_num, num, pct
@@ -92,38 +99,87 @@ ROC = FigureSpec(
 
 
 def draw_adversarial(data: Mapping[str, Any]) -> Figure:
-    """Bar per fold of the train-vs-test membership classifier's AUC, target line at 0.5.
+    """Bar per fold of the train-vs-test membership classifier's AUC, grouped by CV pass.
 
     Parameters
     ----------
     data : mapping
-        ``folds`` and ``auc`` (equal length); optional ``limit`` (the pass bound).
+        ``groups``: list of ``{pass, title, folds, auc}`` (one per CV pass, ``folds``
+        and ``auc`` of equal length); optional ``limit`` (the pass bound).
     """
-    fig = new_figure(5.2, 3.2)
+    groups = data["groups"]
+    n_bars = sum(len(g["folds"]) for g in groups)
+    fig = new_figure(max(5.2, 1.8 + 0.42 * (n_bars + len(groups))), 3.6)
     ax = fig.add_subplot()
-    folds, auc = list(data["folds"]), np.asarray(data["auc"], float)
     limit = data.get("limit")
+    # Fold k of one pass is a different split from fold k of another: each pass
+    # gets its own block of bars, a gap and a rule between blocks, and its name below.
+    x: list[float] = []
+    ticks: list[str] = []
+    centres: list[float] = []
+    start = 0.0
+    for g in groups:
+        xs = start + np.arange(len(g["folds"]), dtype=float)
+        x += xs.tolist()
+        ticks += [str(f) for f in g["folds"]]
+        centres.append(float(xs.mean()))
+        if start > 0:
+            ax.axvline(start - 1, color=GREY, lw=0.8)
+        start = float(xs[-1]) + 2
+    auc = np.asarray([a for g in groups for a in g["auc"]], float)
     colours = [RED if is_num(limit) and a > limit else BLUE for a in auc]
-    ax.bar([str(f) for f in folds], auc, color=colours, width=0.6)
+    ax.bar(x, auc, color=colours, width=0.6)
     ax.axhline(0.5, color="black", lw=1, ls="--", label="target 0.5 (indistinguishable)")
     if is_num(limit):
         ax.axhline(limit, color=RED, lw=1, ls=":", label=f"pass limit {limit:.2f}")
-    for i, a in enumerate(auc):
+    for xi, a in zip(x, auc, strict=True):
         ax.annotate(
             f"{a:.3f}",
-            (i, a),
+            (xi, a),
             ha="center",
             va="bottom",
-            fontsize=8,
+            fontsize=7,
             xytext=(0, 2),
             textcoords="offset points",
         )
+    ax.set_xticks(x, ticks)
+    ax.set_xlim(-0.6, x[-1] + 0.6)
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel("fold")
     ax.set_ylabel("train-vs-test AUC")
-    ax.set_title("Adversarial validation per fold")
+    named = [g for g in groups if g["title"]]
+    if named:
+        passes = ax.secondary_xaxis("bottom")
+        passes.set_xticks(centres, [g["title"] for g in groups])
+        passes.tick_params(length=0, pad=14)
+        passes.spines["bottom"].set_visible(False)
+        passes.set_xlabel("fold, by CV pass")
+    else:
+        ax.set_xlabel("fold")
+    ax.set_title("Adversarial validation per fold and CV pass")
     fig.legend(loc="outside lower center", ncols=3, frameon=False)
     return fig
+
+
+def _fold_rows(fig: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``{pass, fold, auc}`` per fold from any layout the diagnostic has written.
+
+    ``statistics.by_fold`` names pass and fold; the figure's ``folds`` column holds
+    labels such as ``"sgk 2"``; a bare fold number means the pass was not recorded.
+    """
+    rows = [r for r in as_records(fig.get("by_fold")) if is_num(r.get("auc"))]
+    if rows:
+        return [
+            {"pass": str(r.get("pass") or ""), "fold": r.get("fold"), "auc": r["auc"]} for r in rows
+        ]
+    labelled = as_records({k: fig[k] for k in ("folds", "auc") if k in fig})
+    out = []
+    for i, r in enumerate(labelled or as_records(fig.get("per_fold"))):
+        if not is_num(r.get("auc")):
+            continue  # a fold whose membership classifier could not be fitted stores null
+        label = r.get("folds", r.get("fold", i))
+        name, _, fold = str(label).rpartition(" ")
+        out.append({"pass": str(r.get("pass") or name), "fold": fold, "auc": r["auc"]})
+    return out
 
 
 def _extract_adversarial(run: RunData) -> Prepared | Absent:
@@ -131,31 +187,43 @@ def _extract_adversarial(run: RunData) -> Prepared | Absent:
     if item is None:
         return Absent(missing_diag("adversarial_validation", bool(run.result.get("diagnostics"))))
     fig = diag_figure(item)
-    rows = as_records({k: fig[k] for k in ("folds", "auc") if k in fig}) or as_records(
-        fig.get("per_fold")
-    )
-    # A fold whose membership classifier could not be fitted stores null: skip it.
-    rows = [r for r in rows if is_num(r.get("auc"))]
-    auc: list[Any] = [r.get("auc") for r in rows]
+    rows = _fold_rows(fig)
+    auc: list[Any] = [r["auc"] for r in rows]
     if not finite(auc):
         return Absent(
             f"the adversarial-validation diagnostic is {item.get('status')} and "
             f"stores no per-fold AUC: {item.get('reason', '')}".strip()
         )
-    folds = [r.get("fold", i) for i, r in enumerate(rows)]
+    groups = [
+        {
+            "pass": name,
+            "title": PASS_NAMES.get(name, name),
+            "folds": [r["fold"] for r in rows if r["pass"] == name],
+            "auc": [r["auc"] for r in rows if r["pass"] == name],
+        }
+        for name in sorted({r["pass"] for r in rows}, key=pass_order)
+    ]
     limit = fig.get("limit", fig.get("threshold"))
+    passes = [g["title"] for g in groups if g["title"]]
     alt = (
-        f"Bar chart of the adversarial-validation AUC in {len(auc)} folds, from "
-        f"{min(auc):.3f} to {max(auc):.3f}; the target is 0.5."
+        f"Bar chart of the adversarial-validation AUC in {len(auc)} folds"
+        + (f" of {len(passes)} CV passes ({', '.join(passes)})" if passes else "")
+        + f", from {min(auc):.3f} to {max(auc):.3f}; the target is 0.5."
     )
     caption = (
         "An auxiliary classifier tries to tell each fold's training rows from its test rows. "
         "AUC near 0.5 means the two are drawn from the same distribution, so the OOF metric "
         "measures detection rather than distribution shift; bars well above 0.5 (red when "
-        f"over the pass limit) flag folds whose split is distinguishable. Status: "
-        f"{item.get('status', 'n/a')}."
+        "over the pass limit) flag folds whose split is distinguishable. "
+        + (
+            f"Bars are grouped by CV pass, named under each group: {'; '.join(passes)}. "
+            "Fold k of one pass is a different split from fold k of another. "
+            if passes
+            else ""
+        )
+        + f"Status: {item.get('status', 'n/a')}."
     )
-    return Prepared({"folds": folds, "auc": auc, "limit": limit}, alt, caption)
+    return Prepared({"groups": groups, "limit": limit}, alt, caption)
 
 
 ADVERSARIAL = FigureSpec(
@@ -197,8 +265,8 @@ def draw_train_vs_oof(data: Mapping[str, Any]) -> Figure:
         )
     ax.set_xticks(x, [str(f) for f in data["folds"]])
     ax.set_ylim(0, 1.12)
-    ax.set_xlabel("fold")
-    ax.set_ylabel("F1 at the fold's threshold θ*_k")
+    ax.set_xlabel("fold (StratifiedKFold, the headline pass)")
+    ax.set_ylabel(r"F1 at the fold's threshold $\theta^*_k$")
     ax.set_title(f"Train vs OOF F1 (mean Δ {100 * float(np.mean(train - oof)):+.1f} pp)")
     fig.legend(loc="outside lower center", ncols=2, frameon=False)
     return fig

@@ -10,7 +10,8 @@ from matplotlib.figure import Figure
 
 from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records
-from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
+from gatebench.report.figures._competitors import is_lakera, lakera_name, published_ranking
+from gatebench.report.figures._spec import DEFAULT_NAMES, Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, RED, new_figure
 from gatebench.report.fmt import is_num
 
@@ -44,7 +45,8 @@ def draw_forest(data: Mapping[str, Any]) -> Figure:
     data : mapping
         ``rows``: records ``{label, family, estimate, low_50 .. high_99}``, grouped by
         family in drawing order; ``competitors``: records ``{row, value, lakera,
-        self_eval}`` where ``row`` indexes ``rows``.
+        self_eval}`` where ``row`` indexes ``rows``; ``lakera_name``: the legend's name
+        for Lakera Guard.
     """
     rows = data["rows"]
     ys, headers = _layout(rows)
@@ -111,15 +113,17 @@ def draw_forest(data: Mapping[str, Any]) -> Figure:
     for y, _ in headers[1:]:
         ax.axhline(y - 0.5, color="black", lw=0.5, alpha=0.3)
     ax.set_ylim(max(ticks) + 0.6, -0.6)
-    ax.set_xlim(0, 1.05)
-    ax.set_xlabel("primary metric at θ_op (F1, recall, or ODA = 1 − FPR)")
-    ax.set_title("Primary metric per dataset at θ_op")
+    # A little room either side of [0, 1]: a competitor at 0.3% or 100% is drawn whole.
+    ax.set_xlim(-0.03, 1.05)
+    ax.set_xlabel(r"primary metric at $\theta_{\mathrm{op}}$ (F1, recall, or ODA = 1 − FPR)")
+    ax.set_title(r"Primary metric per dataset at $\theta_{\mathrm{op}}$")
     handles = [
         ax.plot([], [], color=BLUE, lw=w, alpha=a, label=f"{lvl}% CI")[0]
         for lvl, w, a in BANDS[::-1]
     ]
     if comps:
-        handles.append(ax.plot([], [], "D", color=RED, label="Lakera Guard")[0])
+        lakera = data.get("lakera_name") or DEFAULT_NAMES["competitor"]
+        handles.append(ax.plot([], [], "D", color=RED, label=lakera)[0])
         handles.append(ax.plot([], [], "o", color=GREY, label="other published (* self-eval)")[0])
     fig.legend(
         handles=handles,
@@ -131,16 +135,11 @@ def draw_forest(data: Mapping[str, Any]) -> Figure:
 
 
 def competitor_rows(run: RunData) -> dict[str, list[dict[str, Any]]]:
-    """Dataset -> published values on its primary metric, from ``comparisons.leaderboard``."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for row in as_records(run.comparison("leaderboard")):
-        primary = str(row.get("primary_metric") or "")
-        out[str(row.get("dataset"))] = [
-            c
-            for c in as_records(row.get("competitors"))
-            if str(c.get("metric")) == primary and is_num(c.get("value"))
-        ]
-    return out
+    """Dataset -> one published value per system on its primary metric (the leaderboard's)."""
+    return {
+        str(row.get("dataset")): published_ranking(row)
+        for row in as_records(run.comparison("leaderboard"))
+    }
 
 
 def _extract_forest(run: RunData) -> Prepared | Absent:
@@ -167,13 +166,14 @@ def _extract_forest(run: RunData) -> Prepared | Absent:
         {
             "row": i,
             "value": c["value"],
-            "lakera": "lakera" in str(c.get("system", "")).lower(),
+            "lakera": is_lakera(c.get("system")),
             "self_eval": bool(c.get("self_eval")),
         }
         for i, r in enumerate(rows)
         for c in published.get(str(r.get("source")), [])
     ]
     small = [r["source"] for r in rows if r.get("small_n")]
+    lakera = lakera_name(run)
     alt = (
         f"Forest plot of the primary metric for {len(rows)} sources grouped by family, "
         "each with nested 50/80/95/99% bootstrap bands"
@@ -185,15 +185,16 @@ def _extract_forest(run: RunData) -> Prepared | Absent:
         "The band tapers from the 50% interval (dark core) through 80% and 95% to 99% (faint "
         "tail); the dark tick is the point estimate. Rows are grouped by family. "
         + (
-            "Red diamonds: Lakera Guard; grey dots: other published systems (* = self-evaluation, "
-            "an upper bound). A competitor inside our 95% band is within noise. "
+            f"Red diamonds: {lakera}; grey dots: other published systems, one per system "
+            "(* = self-evaluation, an upper bound). A competitor inside our 95% band is within "
+            "noise. "
             if comps
             else "No published competitor value is recorded in this run's "
             "comparisons, so no markers are drawn. "
         )
         + (f"Small n (wide intervals): {', '.join(small)}." if small else "")
     )
-    return Prepared({"rows": rows, "competitors": comps}, alt, caption)
+    return Prepared({"rows": rows, "competitors": comps, "lakera_name": lakera}, alt, caption)
 
 
 FOREST = FigureSpec(

@@ -1,4 +1,4 @@
-"""Latency figure (20): the per-request latency density, and this detector's p50–p95
+"""Latency figure (20): the per-request latency density, and the run's detector's p50–p95
 against published competitor latencies (paper Figs. 22-23)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records, finite
-from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
+from gatebench.report.figures._spec import DEFAULT_NAMES, Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, ORANGE, RED, new_figure
 from gatebench.report.fmt import is_num
 
@@ -39,7 +39,7 @@ def draw_latency(data: Mapping[str, Any]) -> Figure:
     ----------
     data : mapping
         ``samples`` (ms); ``p50``, ``p95``, ``mean``; ``competitors``: records
-        ``{system, mean_ms, min_ms, max_ms, n}``.
+        ``{system, mean_ms, min_ms, max_ms, n}``; ``detector``: the run's detector.
     """
     comps = data.get("competitors") or []
     fig = new_figure(9.0 if comps else 5.6, max(3.4, 1.2 + 0.26 * (len(comps) + 1)))
@@ -61,7 +61,7 @@ def draw_latency(data: Mapping[str, Any]) -> Figure:
         ax = axes[1]
         rows = [
             {
-                "system": "this detector",
+                "system": data.get("detector") or DEFAULT_NAMES["detector"],
                 "lo": data["p50"],
                 "hi": data["p95"],
                 "mean": data.get("mean"),
@@ -180,6 +180,7 @@ def _extract_latency(run: RunData) -> Prepared | Absent:
         "p95": lat.get("p95"),
         "mean": lat.get("mean"),
         "competitors": comps,
+        "detector": run.detector,
     }
     alt = (
         f"Histogram of {len(samples)} per-request latencies on a log axis: p50 "
@@ -191,13 +192,13 @@ def _extract_latency(run: RunData) -> Prepared | Absent:
         f"Left: density of per-request latency ({how}); log x axis, so a bimodal fast/"
         "deferred split shows as two humps. Lines mark p50, mean and p95. "
         + (
-            "Right: this detector's p50→p95 range (blue, diamond = mean) against published "
+            f"Right: {run.detector}'s p50→p95 range (blue, diamond = mean) against published "
             "competitor latencies (grey min–max range over their per-dataset figures, dot = "
             "mean, ×N = number of figures). Published numbers come from other hardware and "
             "are rarely labelled as percentiles, so read orders of magnitude, not ratios."
             if comps
             else "No published competitor latency is recorded in this run's "
-            "comparisons, so only this detector is shown."
+            f"comparisons, so only {run.detector} is shown."
         )
         + (
             ""

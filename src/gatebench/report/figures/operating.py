@@ -27,6 +27,7 @@ from gatebench.report.figures._style import (
     probit,
     probit_ticks,
     rate_axis,
+    rate_limits,
 )
 from gatebench.report.fmt import is_num, num, pct
 
@@ -87,9 +88,7 @@ def draw_sweep(data: Mapping[str, Any]) -> Figure:
                 )
     if is_num(data.get("tau")):
         ax.axvline(data["tau"], color=GREY, ls="--", lw=1, label=f"τ = {pct(data['tau'], 2)}")
-    rate_axis(ax, linthresh=SYMLOG_LINTHRESH)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.02)
+    rate_limits(ax, linthresh=SYMLOG_LINTHRESH)
     ax.set_xlabel("false-positive rate (log scale; linear below 0.1% so that 0 shows)")
     ax.set_ylabel("F1")
     ax.set_title("F1 vs FPR as the global threshold sweeps")
@@ -178,7 +177,7 @@ def draw_prevalence(data: Mapping[str, Any]) -> Figure:
     finite_r = [r for r in ratio if is_num(r)]
     span = max([0.15, *(abs(r - 1) for r in finite_r)]) * 1.3
     ax.set_xlim(1 - span, 1 + span)
-    ax.set_xlabel("ρ_s = attack rate evaluated / attack rate in training")
+    ax.set_xlabel(r"$\rho_s$ = attack rate evaluated / attack rate in training")
     ax.set_title("Prevalence ratio per source")
     return fig
 
@@ -234,16 +233,20 @@ def draw_theta_s(data: Mapping[str, Any]) -> Figure:
     y = np.arange(len(names))
     op = float(data["theta_op"])
     ax.hlines(y, op, theta, color=GREY, lw=1)
-    ax.plot(theta, y, "o", color=BLUE, ms=6, label="θ_s (FPR-matched on the source)")
-    ax.axvline(op, color=RED, lw=1.5, label=f"θ_op = {op:.3f}")
+    ax.plot(theta, y, "o", color=BLUE, ms=6, label=r"$\theta_s$ (FPR-matched on the source)")
+    ax.axvline(op, color=RED, lw=1.5, label=rf"$\theta_{{\mathrm{{op}}}}$ = {op:.3f}")
     ax.set_yticks(y, names)
     ax.invert_yaxis()
     lo, hi = min(theta.min(), op), max(theta.max(), op)
     pad = max(0.05, 0.1 * (hi - lo))
-    ax.set_xlim(max(0.0, lo - pad), min(1.0, hi + pad) if hi <= 1 else hi + pad)
+    # Not clamped to [0, 1]: a source at θ_s = 0 or 1 must show its whole dot.
+    ax.set_xlim(lo - pad, hi + pad)
     ax.set_xlabel("threshold")
     sigma = data.get("sigma")
-    ax.set_title("Per-source θ_s vs θ_op" + (f" (σ_θ = {sigma:.3f})" if is_num(sigma) else ""))
+    ax.set_title(
+        r"Per-source $\theta_s$ vs $\theta_{\mathrm{op}}$"
+        + (rf" ($\sigma_\theta$ = {sigma:.3f})" if is_num(sigma) else "")
+    )
     fig.legend(loc="outside lower center", ncols=2, frameon=False)
     return fig
 
