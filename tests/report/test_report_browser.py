@@ -121,6 +121,52 @@ def test_report_in_chromium(driver: Any, full_run: Path, full_report: Path) -> N
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def first_screen(driver: Any, report: Path, target: Path) -> dict[str, Any]:
+    """At 1400x900, scrolled to the top: the non-PASS checks, and whether each is in view."""
+    # The viewport itself, not the window around it, is 1400x900.
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+    )
+    _open(driver, report)
+    driver.execute_script("window.scrollTo(0, 0)")
+    seen = driver.execute_script(
+        "const h = window.innerHeight;"
+        " return Array.from(document.querySelectorAll('#summary-checks li')).map(li => {"
+        " const r = li.getBoundingClientRect();"
+        " return [li.querySelector('code').textContent, li.dataset.status,"
+        " r.top >= 0 && r.bottom <= h]; })"
+    )
+    headline = driver.execute_script(
+        "const r = document.querySelector('#summary').getBoundingClientRect();"
+        " return r.top >= 0 && r.top < window.innerHeight"
+    )
+    size = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+    target.write_bytes(base64.b64decode(driver.get_screenshot_as_base64()))
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    return {"checks": seen, "summary_in_view": headline, "viewport": size}
+
+
+def _non_pass(run: Path) -> set[str]:
+    import json
+
+    result = json.loads((run / "result.json").read_text())
+    return {r["name"] for r in result.get("diagnostics") or [] if r["status"] in ("WARN", "FAIL")}
+
+
+def test_first_screen_shows_every_failed_or_warned_check(
+    driver: Any, full_run: Path, full_report: Path
+) -> None:
+    expected = _non_pass(full_run)
+    assert expected, "the synthetic run must carry WARN/FAIL checks for this test to bite"
+    seen = first_screen(driver, full_report, full_run / "first-screen.png")
+    assert seen["viewport"] == [1400, 900]
+    assert seen["summary_in_view"]
+    assert {name for name, _, _ in seen["checks"]} == expected
+    hidden = [name for name, _, visible in seen["checks"] if not visible]
+    assert hidden == [], f"below the first 1400x900 screen: {hidden}"
+
+
 def test_real_run_in_chromium(driver: Any, real_run: Path) -> None:
     """$GATEBENCH_REPORT_RUN (e.g. tfidf-lr on the default trace): same checks, screenshot."""
     report = render_report(real_run)
@@ -129,3 +175,6 @@ def test_real_run_in_chromium(driver: Any, real_run: Path) -> None:
     assert seen["overflow"] <= 1
     assert "competitors-table" not in seen["cut_tables"], seen["cut_tables"]
     screenshot_full_page(driver, real_run / "report-screenshot.png")
+    shown = first_screen(driver, report, real_run / "first-screen.png")
+    assert {name for name, _, _ in shown["checks"]} == _non_pass(real_run)
+    assert all(visible for _, _, visible in shown["checks"]), shown["checks"]
