@@ -29,7 +29,13 @@ from gatebench.gate._decode import (
     find_hex,
 )
 
-__all__ = ["FEATURE_NAMES", "escalation_cues", "handcrafted_features"]
+__all__ = [
+    "CONTENT_COLUMNS",
+    "FEATURE_NAMES",
+    "STYLE_FEATURES",
+    "escalation_cues",
+    "handcrafted_features",
+]
 
 _SENTENCE_START_RE = re.compile(r"(?:^|[.!?\n])[ \t]{0,4}+([a-z']{2,}+)")
 _LATIN_RE = re.compile(r"[A-Za-zÀ-ɏ]")
@@ -47,6 +53,33 @@ _CODE_WORDS = frozenset(
 )
 _YOU = frozenset({"you", "your", "yours", "yourself", "you're", "you'll"})
 _ME = frozenset({"i", "me", "my", "mine", "myself", "i'm"})
+
+
+#: Meta-features that describe a text's form, not what it asks for: length,
+#: character-class ratios, script, layout. Each source has its own form, so a
+#: combiner that reads them can learn which source a row came from.
+STYLE_FEATURES: frozenset[str] = frozenset(
+    {
+        "log_chars",
+        "log_words",
+        "log_lines",
+        "mean_word_len",
+        "question_ratio",
+        "upper_ratio",
+        "digit_ratio",
+        "punct_ratio",
+        "markup_ratio",
+        "code_ratio",
+        "quote_ratio",
+        "code_word_density",
+        "non_ascii_ratio",
+        "other_script_ratio",
+        "common_word_ratio",
+        "separators",
+        "urls",
+        "emails",
+    }
+)
 
 
 def _ascii_class_table() -> np.ndarray:
@@ -102,6 +135,11 @@ FEATURE_NAMES: tuple[str, ...] = (
     "urls",
     "emails",
     "common_word_ratio",
+)
+#: Columns of :data:`FEATURE_NAMES` that are about what a text asks for (cues,
+#: pronoun and imperative densities, obfuscation signals), not its form.
+CONTENT_COLUMNS: tuple[int, ...] = tuple(
+    i for i, name in enumerate(FEATURE_NAMES) if name not in STYLE_FEATURES
 )
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gatebench.gate._ngrams import TfidfWeights, char_ngram_counts, word_ngram_counts
-from gatebench.gate.features import handcrafted_features
+from gatebench.gate.features import CONTENT_COLUMNS, handcrafted_features
 from gatebench.gate.static_embed import StaticEmbedder
 from gatebench.gate.views import Views, text_keys
 
@@ -398,17 +398,30 @@ class FeatureHead(_LinearMixin, Head):
         Unused by the deterministic solver; kept for the protocol.
     C : float
         Inverse L2 strength.
+    content_only : bool
+        Read only the content columns (:data:`~gatebench.gate.features.CONTENT_COLUMNS`),
+        not the style ones (length, script, character classes). Style tells
+        sources apart: where the training attacks are mostly non-English, a
+        style-reading head learns "other script = attack" and flags every
+        unseen non-English benign text.
     """
 
     name = "features"
     view = "features"
 
-    def __init__(self, *, seed: int = 0, C: float = 1.0) -> None:  # noqa: N803
+    def __init__(self, *, seed: int = 0, C: float = 1.0, content_only: bool = False) -> None:  # noqa: N803
         super().__init__(seed=seed)
         self.C = float(C)
+        self.content_only = bool(content_only)
+
+    def _columns(self, x: np.ndarray) -> np.ndarray:
+        return x[:, list(CONTENT_COLUMNS)] if self.content_only else x
 
     def represent(self, texts: Sequence[str]) -> np.ndarray:
-        return handcrafted_features(list(texts))
+        return self._columns(handcrafted_features(list(texts)))
+
+    def x_of(self, views: Views) -> np.ndarray:
+        return self._columns(views.features)
 
     def _scale(self, x: np.ndarray) -> np.ndarray:
         # Counts are heavy-tailed (one jailbreak repeats "DAN" 40 times): the
@@ -432,7 +445,8 @@ class FeatureHead(_LinearMixin, Head):
         return self._linear(self._scale(x))
 
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return self._base_params() | {"C": self.C, "intercept": self.intercept}, {
+        params = {"C": self.C, "intercept": self.intercept, "content_only": self.content_only}
+        return self._base_params() | params, {
             "coef": self.coef,
             "mean": self.mean,
             "scale": self.scale,
@@ -440,7 +454,9 @@ class FeatureHead(_LinearMixin, Head):
 
     @classmethod
     def from_state(cls, params: dict[str, Any], arrays: dict[str, np.ndarray]) -> FeatureHead:
-        head = cls(seed=params["seed"], C=params["C"])
+        head = cls(
+            seed=params["seed"], C=params["C"], content_only=params.get("content_only", False)
+        )
         head._restore_base(params)
         head.coef, head.intercept = arrays["coef"], float(params["intercept"])
         head.mean, head.scale = arrays["mean"], arrays["scale"]

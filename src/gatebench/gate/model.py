@@ -29,10 +29,11 @@ from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
 from gatebench.gate.combiner import Combiner, cross_fit
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
-from gatebench.gate.features import FEATURE_NAMES, escalation_cues
+from gatebench.gate.features import FEATURE_NAMES, STYLE_FEATURES, escalation_cues
 from gatebench.gate.heads import (
     HEAD_TYPES,
     SENTENCE_HEAD_TYPES,
+    FeatureHead,
     Head,
     NeighbourHead,
     sigmoid,
@@ -41,36 +42,11 @@ from gatebench.gate.judge import LLMJudge
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.views import Featurizer, Views
 
-__all__ = ["DEFAULT_HEADS", "Gate"]
+__all__ = ["DEFAULT_HEADS", "STYLE_FEATURES", "Gate"]
 
 Valid = tuple[Sequence[str], np.ndarray] | None
 DEFAULT_HEADS: tuple[str, ...] = tuple(HEAD_TYPES)
 _EPS = 1e-6
-#: Meta-features that describe a text's form, not what it asks for: length,
-#: character-class ratios, script, layout. Each source has its own form, so a
-#: combiner that reads them can learn which source a row came from.
-STYLE_FEATURES: frozenset[str] = frozenset(
-    {
-        "log_chars",
-        "log_words",
-        "log_lines",
-        "mean_word_len",
-        "question_ratio",
-        "upper_ratio",
-        "digit_ratio",
-        "punct_ratio",
-        "markup_ratio",
-        "code_ratio",
-        "quote_ratio",
-        "code_word_density",
-        "non_ascii_ratio",
-        "other_script_ratio",
-        "common_word_ratio",
-        "separators",
-        "urls",
-        "emails",
-    }
-)
 META_FEATURE_SETS = ("all", "content")
 
 
@@ -144,9 +120,10 @@ class Gate:
     encoder : MiniLMEncoder, optional
         A ready encoder; built (exported, quantised, cached) when omitted.
     meta_features : {"all", "content"}
-        Which handcrafted features the combiners read besides the heads:
-        ``all``, or ``content`` (cues and obfuscation signals only, without
-        the :data:`STYLE_FEATURES` that identify a source by its form).
+        Which handcrafted features the fast path reads: ``all``, or
+        ``content`` (cues and obfuscation signals only, without the
+        :data:`STYLE_FEATURES` that identify a source by its form), both as
+        combiner columns and as the feature head's input.
     monotone : bool
         Constrain the combiners to be non-decreasing in every head's attack
         evidence (and non-increasing in benign-neighbour similarity), so that
@@ -275,6 +252,9 @@ class Gate:
         out = []
         for name in self.head_names:
             params = {"seed": self.seed} | self.head_params.get(name, {})
+            if name == FeatureHead.name:
+                # "content" keeps style out of the whole fast path, this head included.
+                params.setdefault("content_only", self.meta_features == "content")
             head = HEAD_TYPES[name](**params)
             if hasattr(head, "embedder"):
                 head.embedder = self._embedder
