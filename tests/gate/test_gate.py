@@ -207,7 +207,7 @@ def test_monotone_combiner_never_lowers_the_score_as_a_head_rises(dataset, embed
     names = gate.meta_names()
     views = gate._get_featurizer()(texts[:40])
     per_head = [h.meta_x(h.x_of(views)) for h in gate.heads.values()]
-    base = gate._meta(per_head, views)
+    base = gate._combiner_x(per_head, views)
     for col, sign in ((names.index("char_margin"), 1), (names.index("neighbours_ben_max"), -1)):
         lifted = base.copy()
         lifted[:, col] += 2.0
@@ -223,3 +223,29 @@ def test_lone_surrogates_and_undecodable_bytes_score(fitted_gate) -> None:  # ty
     ]
     scores = fitted_gate.score(texts)
     assert scores.shape == (2,) and np.isfinite(scores).all()
+
+
+def test_mean_combiner_is_the_calibrated_mean_of_head_log_odds(dataset, embedder, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    kw = {
+        "embedder": embedder,
+        "n_folds": 2,
+        "cache_dir": None,
+        "heads": ["char", "word", "features"],
+    }
+    gate = Gate(seed=5, combine="mean", sentence=False, **kw).fit(texts, y)
+    assert gate.meta_names() == ["char_logit", "word_logit", "features_logit"]
+    probe = texts[:40]
+    # Recompute by hand: each head's Platt log-odds, averaged, through the final Platt.
+    views = gate._get_featurizer().without_cache()(probe)
+    logits = [h.logit_from_decision(h.decision_x(h.x_of(views))) for h in gate.heads.values()]
+    a, b = gate.combiner.platt
+    expected = 1 / (1 + np.exp(-(a * np.mean(logits, axis=0) + b)))
+    assert np.allclose(gate.score_fast(probe), expected)
+    assert a > 0  # a higher head mean means a more likely attack
+    again = Gate.load(gate.save(tmp_path / "model"))
+    assert again.combine == "mean"
+    assert not (tmp_path / "model" / "combiner.lgb.txt").exists()
+    assert np.array_equal(gate.score(probe), again.score(probe))
+    with pytest.raises(ValueError, match="combine='vote'"):
+        Gate(combine="vote")

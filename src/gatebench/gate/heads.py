@@ -105,6 +105,15 @@ class Head:
         """Columns handed to the combiner; the margin alone unless overridden."""
         return self.decision_x(x).reshape(-1, 1)
 
+    def decision_from_meta(self, meta: np.ndarray) -> np.ndarray:
+        """The margin, recovered from :meth:`meta_x`'s columns without recomputing them."""
+        return np.asarray(meta[:, 0])
+
+    def logit_from_decision(self, decision: np.ndarray) -> np.ndarray:
+        """Calibrated log-odds from margins (the Platt line before its sigmoid)."""
+        a, b = self.platt
+        return np.asarray(a * decision + b)
+
     def calibrate(self, decision: np.ndarray, y: np.ndarray) -> Self:
         """Fit the Platt sigmoid that turns margins into probabilities."""
         self.platt = _platt(decision, y)
@@ -593,8 +602,11 @@ class NeighbourHead(_EmbeddingInput, Head):
         return self.similarities(x)
 
     def decision_x(self, x: np.ndarray | Keyed) -> np.ndarray:
-        s = self.similarities(x)
-        return np.asarray(s[:, 0] - s[:, 2])
+        return self.decision_from_meta(self.similarities(x))
+
+    def decision_from_meta(self, meta: np.ndarray) -> np.ndarray:
+        # Nearest attack minus nearest benign similarity.
+        return np.asarray(meta[:, 0] - meta[:, 2])
 
     def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         # float16 halves the bank on disk; cosine similarities move by < 1e-3.

@@ -26,7 +26,7 @@ from typing import Any, Self
 import numpy as np
 
 from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
-from gatebench.gate.combiner import Combiner, cross_fit
+from gatebench.gate.combiner import COMBINER_KINDS, Combiner, HeadMean, cross_fit
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.features import FEATURE_NAMES, STYLE_FEATURES, escalation_cues
@@ -128,6 +128,12 @@ class Gate:
         Constrain the combiners to be non-decreasing in every head's attack
         evidence (and non-increasing in benign-neighbour similarity), so that
         trees cannot invert a head's meaning in a region one source fills.
+    combine : {"trees", "mean"}
+        How the heads are joined, in the fast path and in the deferred stage:
+        ``trees`` (LightGBM over the out-of-fold head columns and the
+        meta-features) or ``mean`` (the mean of the heads' calibrated
+        log-odds, recalibrated on the validation rows; see
+        :class:`~gatebench.gate.combiner.HeadMean`).
     """
 
     name = "gate"
@@ -154,6 +160,7 @@ class Gate:
         encoder: MiniLMEncoder | None = None,
         meta_features: str = "all",
         monotone: bool = False,
+        combine: str = "trees",
     ) -> None:
         unknown = [h for h in heads if h not in HEAD_TYPES]
         if unknown or not heads:
@@ -164,6 +171,8 @@ class Gate:
             raise ValueError(
                 f"meta_features={meta_features!r}: choose one of {list(META_FEATURE_SETS)}"
             )
+        if combine not in COMBINER_KINDS:
+            raise ValueError(f"combine={combine!r}: choose one of {list(COMBINER_KINDS)}")
         if not 0.0 <= band_fraction < 1.0:
             raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
         self.seed = int(seed)
@@ -182,7 +191,7 @@ class Gate:
         self._featurizer: Featurizer | None = None
         self._plain: Featurizer
         self.heads: dict[str, Head] = {}
-        self.combiner: Combiner | None = None
+        self.combiner: Combiner | HeadMean | None = None
         self.band = (1.0, 1.0)
         self.head_thresholds: dict[str, float] = {}
         self.fit_info: dict[str, Any] = {}
@@ -193,9 +202,10 @@ class Gate:
         self._encoder = encoder
         self._sentence_cache: VectorCache | None = None
         self.sentence_heads: dict[str, Head] = {}
-        self.sentence_combiner: Combiner | None = None
+        self.sentence_combiner: Combiner | HeadMean | None = None
         self.meta_features = meta_features
         self.monotone = bool(monotone)
+        self.combine = combine
         self._feature_cols = np.array(
             [meta_features == "all" or f not in STYLE_FEATURES for f in FEATURE_NAMES]
         )
@@ -261,11 +271,25 @@ class Gate:
             out.append(head)
         return out
 
-    def _meta(self, per_head: list[np.ndarray], views: Views) -> np.ndarray:
+    def _combiner_x(self, per_head: list[np.ndarray], views: Views) -> np.ndarray:
+        """A combiner's input: head columns and meta-features, or one log-odds column per head.
+
+        ``per_head`` holds the fast heads' :meth:`Head.meta_x` columns, then
+        (for the deferred combiner) the MiniLM heads'.
+        """
+        if self.combine == "mean":
+            heads = [*self.heads.values(), *self.sentence_heads.values()][: len(per_head)]
+            cols = [
+                h.logit_from_decision(h.decision_from_meta(m))
+                for h, m in zip(heads, per_head, strict=True)
+            ]
+            return np.column_stack(cols).astype(np.float64)
         features = views.features[:, self._feature_cols]
         return np.column_stack([*per_head, features]).astype(np.float64)
 
-    def _new_combiner(self, *, sentence: bool) -> Combiner:
+    def _new_combiner(self, *, sentence: bool) -> Combiner | HeadMean:
+        if self.combine == "mean":
+            return HeadMean()
         params = dict(self.combiner_params)
         if self.monotone:
             params["monotone_constraints"] = [
@@ -276,6 +300,8 @@ class Gate:
     def meta_names(self, *, sentence: bool = False) -> list[str]:
         """Column names of the fast combiner's input (``sentence``: the deferred one's)."""
         heads = [*self.head_names, *(SENTENCE_HEAD_TYPES if sentence else ())]
+        if self.combine == "mean":
+            return [f"{h}_logit" for h in heads]
         names = []
         for h in heads:
             if h in (NeighbourHead.name, "minilm_neighbours"):
@@ -320,11 +346,11 @@ class Gate:
         self.heads = {h.name: h for h in heads}
         v_meta = [h.meta_x(h.x_of(v_views)) for h in heads]
         self.combiner = self._new_combiner(sentence=False).fit(
-            self._meta(oof_meta, views), y, self._meta(v_meta, v_views), v_y
+            self._combiner_x(oof_meta, views), y, self._combiner_x(v_meta, v_views), v_y
         )
         t_comb = time.perf_counter()
 
-        p_valid = self.combiner.proba(self._meta(v_meta, v_views))
+        p_valid = self.combiner.proba(self._combiner_x(v_meta, v_views))
         p_base = p_valid
         t_sent = time.perf_counter()
         if self.sentence:
@@ -386,16 +412,19 @@ class Gate:
         self.sentence_heads = {h.name: h for h in heads}
         v_s = [h.meta_x(h.x_of(v_views)) for h in heads]
         self.sentence_combiner = self._new_combiner(sentence=True).fit(
-            self._meta([*oof_meta, *s_oof], views), y, self._meta([*v_meta, *v_s], v_views), v_y
+            self._combiner_x([*oof_meta, *s_oof], views),
+            y,
+            self._combiner_x([*v_meta, *v_s], v_views),
+            v_y,
         )
-        return self.sentence_combiner.proba(self._meta([*v_meta, *v_s], v_views))
+        return self.sentence_combiner.proba(self._combiner_x([*v_meta, *v_s], v_views))
 
     def _sentence_proba(self, views: Views, fast_meta: list[np.ndarray]) -> np.ndarray:
         """The deferred combiner's P(attack) for ``views`` given the fast heads' columns."""
         assert self.sentence_combiner is not None
         self._sentence_views(views)
         s_meta = [h.meta_x(h.x_of(views)) for h in self.sentence_heads.values()]
-        return self.sentence_combiner.proba(self._meta([*fast_meta, *s_meta], views))
+        return self.sentence_combiner.proba(self._combiner_x([*fast_meta, *s_meta], views))
 
     def _set_head_thresholds(self, v_views: Views, v_y: np.ndarray) -> None:
         from gatebench.threshold import fold_threshold
@@ -437,7 +466,7 @@ class Gate:
         self.deferred.fit(ev, v_y[idx])
 
     # -- scoring -----------------------------------------------------------------------
-    def _check_fitted(self) -> Combiner:
+    def _check_fitted(self) -> Combiner | HeadMean:
         if self.combiner is None:
             raise RuntimeError("Gate is not fitted: call fit() or Gate.load(path) first")
         return self.combiner
@@ -445,7 +474,7 @@ class Gate:
     def _fast_meta(self, views: Views) -> tuple[np.ndarray, list[np.ndarray]]:
         comb = self._check_fitted()
         per_head = [h.meta_x(h.x_of(views)) for h in self.heads.values()]
-        return comb.proba(self._meta(per_head, views)), per_head
+        return comb.proba(self._combiner_x(per_head, views)), per_head
 
     def _fast_views(self, views: Views) -> tuple[np.ndarray, np.ndarray]:
         p, per_head = self._fast_meta(views)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gatebench.errors import DetectorError
-from gatebench.gate.combiner import Combiner
+from gatebench.gate.combiner import Combiner, HeadMean
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES
@@ -90,6 +90,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "band_fraction": gate.band_fraction,
         "meta_features": gate.meta_features,
         "monotone": gate.monotone,
+        "combine": gate.combine,
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -106,10 +107,12 @@ def save_gate(gate: Gate, path: Path) -> Path:
             "columns": gate.meta_names(sentence=True),
             "max_tokens": gate._encoder.max_tokens,
         }
-        (path / "sentence.lgb.txt").write_text(comb.model_text(), encoding="utf-8")
+        if isinstance(comb, Combiner):
+            (path / "sentence.lgb.txt").write_text(comb.model_text(), encoding="utf-8")
         (path / "minilm.onnx").write_bytes(gate._encoder.onnx_bytes)
         (path / "minilm-tokenizer.json").write_text(gate._encoder.tokenizer_json, encoding="utf-8")
-    (path / "combiner.lgb.txt").write_text(gate.combiner.model_text(), encoding="utf-8")
+    if isinstance(gate.combiner, Combiner):
+        (path / "combiner.lgb.txt").write_text(gate.combiner.model_text(), encoding="utf-8")
     (path / "tokenizer.json").write_text(gate._embedder.tokenizer_json, encoding="utf-8")
     np.savez_compressed(path / "arrays.npz", **arrays)  # type: ignore[arg-type]
     # gate.json last: its presence marks a complete directory.
@@ -141,6 +144,16 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
+def _combiner(gate: Gate, booster: Path, platt: list[float]) -> Combiner | HeadMean:
+    """The fitted combiner: a LightGBM booster read from its file, or the head mean."""
+    a, b = float(platt[0]), float(platt[1])
+    if gate.combine == "mean":
+        mean = HeadMean()
+        mean.platt = (a, b)
+        return mean
+    return Combiner.from_text(booster.read_text(encoding="utf-8"), (a, b), seed=gate.seed)
+
+
 def load_gate(path: Path) -> Gate:
     """Rebuild a :class:`Gate` from a directory written by :func:`save_gate`."""
     from gatebench.gate.model import Gate
@@ -161,6 +174,7 @@ def load_gate(path: Path) -> Gate:
         band_fraction=float(meta["band_fraction"]),
         meta_features=str(meta.get("meta_features", "all")),
         monotone=bool(meta.get("monotone", False)),
+        combine=str(meta.get("combine", "trees")),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache
@@ -175,11 +189,7 @@ def load_gate(path: Path) -> Gate:
         if hasattr(head, "embedder"):
             head.embedder = embedder
         gate.heads[name] = head
-    gate.combiner = Combiner.from_text(
-        (path / "combiner.lgb.txt").read_text(encoding="utf-8"),
-        tuple(meta["combiner"]["platt"]),
-        seed=gate.seed,
-    )
+    gate.combiner = _combiner(gate, path / "combiner.lgb.txt", meta["combiner"]["platt"])
     sent = meta["sentence"]
     if sent is not None:
         gate._encoder = MiniLMEncoder(
@@ -194,11 +204,7 @@ def load_gate(path: Path) -> Gate:
             gate.sentence_heads[name] = SENTENCE_HEAD_TYPES[name].from_state(  # type: ignore[attr-defined]
                 meta["head_params"][name], head_arrays
             )
-        gate.sentence_combiner = Combiner.from_text(
-            (path / "sentence.lgb.txt").read_text(encoding="utf-8"),
-            tuple(sent["platt"]),
-            seed=gate.seed,
-        )
+        gate.sentence_combiner = _combiner(gate, path / "sentence.lgb.txt", sent["platt"])
     gate.band = (float(meta["band"][0]), float(meta["band"][1]))
     gate.head_thresholds = {k: float(v) for k, v in meta["head_thresholds"].items()}
     gate.deferred = DeferredStage.from_config(meta["deferred"])
