@@ -3,6 +3,7 @@ traceback and never a silent drop."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -25,6 +26,9 @@ def _fails_cleanly(args: list[str], *needles: str) -> str:
     # An error of ours, not an exception escaping the command.
     assert result.exception is None or isinstance(result.exception, SystemExit)
     out = " ".join(result.output.split())
+    # One message, said once: no doubled words from stitched-together fragments.
+    words = out.lower().split()
+    assert not any(a == b and a.isalpha() for a, b in itertools.pairwise(words)), out
     for needle in needles:
         assert needle in out, (needle, out)
     return out

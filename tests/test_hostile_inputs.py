@@ -7,6 +7,7 @@ thing and the bad value and says what to do, and that nothing is lost uncounted.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from collections.abc import Callable
@@ -29,6 +30,9 @@ def _fails_cleanly(args: list[str], *needles: str) -> str:
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     out = " ".join(result.output.split())
+    # One message, said once: no doubled words from stitched-together fragments.
+    words = out.lower().split()
+    assert not any(a == b and a.isalpha() for a, b in itertools.pairwise(words)), out
     for needle in needles:
         assert needle in out, (needle, out)
     return out
