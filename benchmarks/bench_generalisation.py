@@ -210,7 +210,9 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help="held-out names to run")
     ap.add_argument("--sources", nargs="*", default=["default"], help="trace sources or preset")
     ap.add_argument("--seed", type=int, default=20260527, help="trace seed (gatebench run's)")
-    ap.add_argument("--embedded", type=int, default=2000, help="constructed embedded injections")
+    ap.add_argument(
+        "--embedded", type=int, default=0, help="constructed embedded injections (run default: 0)"
+    )
     args = ap.parse_args()
     params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
 
