@@ -249,3 +249,43 @@ def test_mean_combiner_is_the_calibrated_mean_of_head_log_odds(dataset, embedder
     assert np.array_equal(gate.score(probe), again.score(probe))
     with pytest.raises(ValueError, match="combine='vote'"):
         Gate(combine="vote")
+
+
+def test_stack_groups_hold_whole_clusters_out_of_each_inner_fit(dataset, embedder) -> None:  # type: ignore[no-untyped-def]
+    from gatebench.gate.combiner import cross_fit
+
+    texts, y = dataset
+    kw = {"embedder": embedder, "n_folds": 3, "cache_dir": None, "heads": ["char", "embed"]}
+    gate = Gate(seed=6, stack_groups=8, sentence=False, **kw).fit(texts, y)
+    views = gate._get_featurizer().without_cache()(texts)
+    groups = gate._groups(views)
+    # k is capped at one cluster per 50 texts on small fits.
+    assert groups is not None and len(np.unique(groups)) == min(8, len(texts) // 50)
+    # The same seed clusters the same way (the fit's own groups were made like these).
+    assert np.array_equal(groups, Gate(seed=6, stack_groups=8, **kw)._groups(views))
+    seen: list[set[int]] = []
+
+    class Spy:
+        name, view = "spy", "static"
+
+        def x_of(self, v):  # type: ignore[no-untyped-def]
+            return v.static
+
+        def fit_x(self, x, yy):  # type: ignore[no-untyped-def]
+            seen.append({tuple(r) for r in np.round(x, 5).tolist()})  # type: ignore[misc]
+            return self
+
+        def meta_x(self, x):  # type: ignore[no-untyped-def]
+            return np.zeros((len(x), 1))
+
+        def decision_x(self, x):  # type: ignore[no-untyped-def]
+            return np.zeros(len(x))
+
+    cross_fit(lambda: [Spy()], views, y, n_folds=3, seed=6, groups=groups)  # type: ignore[list-item]
+    rows = [tuple(r) for r in np.round(views.static, 5).tolist()]
+    for fitted in seen[1:]:  # the first call only counts the heads
+        held = {groups[i] for i, r in enumerate(rows) if r not in fitted}
+        kept = {groups[i] for i, r in enumerate(rows) if r in fitted}
+        assert held and not held & kept  # no cluster is split between fit and held-out rows
+    with pytest.raises(ValueError, match="stack_groups=1"):
+        Gate(stack_groups=1)

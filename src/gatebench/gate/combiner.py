@@ -33,6 +33,7 @@ def cross_fit(
     *,
     n_folds: int,
     seed: int,
+    groups: np.ndarray | None = None,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Out-of-fold head outputs for every training row.
 
@@ -48,6 +49,9 @@ def cross_fit(
         Inner folds (stratified).
     seed : int
         Seeds the fold assignment.
+    groups : ndarray, optional
+        A group per row; rows of one group share a fold (stratified group
+        folds), so each row's outputs come from heads that saw none of its group.
 
     Returns
     -------
@@ -56,13 +60,19 @@ def cross_fit(
     decisions : ndarray of shape (n, n_heads)
         Per head, its out-of-fold margin (for calibrating the head itself).
     """
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
     n_heads = len(make_heads())
     meta: list[np.ndarray | None] = [None] * n_heads
     decisions = np.zeros((len(y), n_heads))
-    splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
-    for fit_idx, out_idx in splitter.split(np.zeros(len(y)), y):
+    if groups is None:
+        folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed).split(
+            np.zeros(len(y)), y
+        )
+    else:
+        splitter = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+        folds = splitter.split(np.zeros(len(y)), y, groups)
+    for fit_idx, out_idx in folds:
         fit_views, out_views = views.take(fit_idx), views.take(out_idx)
         for j, head in enumerate(make_heads()):
             head.fit_x(head.x_of(fit_views), y[fit_idx])

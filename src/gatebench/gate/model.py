@@ -134,6 +134,13 @@ class Gate:
         meta-features) or ``mean`` (the mean of the heads' calibrated
         log-odds, recalibrated on the validation rows; see
         :class:`~gatebench.gate.combiner.HeadMean`).
+    stack_groups : int
+        0: the inner cross-fit that produces the combiners' training columns
+        uses stratified folds. ``k`` >= 2: the training texts are first
+        clustered into ``k`` groups (k-means on the static embedding, seeded)
+        and whole clusters are held out together, so the combiners learn how
+        each head behaves on text unlike what it was fitted on, not on
+        near-copies of it: the situation of a source the model never saw.
     """
 
     name = "gate"
@@ -161,6 +168,7 @@ class Gate:
         meta_features: str = "all",
         monotone: bool = False,
         combine: str = "trees",
+        stack_groups: int = 0,
     ) -> None:
         unknown = [h for h in heads if h not in HEAD_TYPES]
         if unknown or not heads:
@@ -203,9 +211,13 @@ class Gate:
         self._sentence_cache: VectorCache | None = None
         self.sentence_heads: dict[str, Head] = {}
         self.sentence_combiner: Combiner | HeadMean | None = None
+        self._fit_groups: np.ndarray | None = None
         self.meta_features = meta_features
         self.monotone = bool(monotone)
         self.combine = combine
+        if stack_groups < 0 or stack_groups == 1:
+            raise ValueError(f"stack_groups={stack_groups!r}: use 0 (off) or at least 2, e.g. 40")
+        self.stack_groups = int(stack_groups)
         self._feature_cols = np.array(
             [meta_features == "all" or f not in STYLE_FEATURES for f in FEATURE_NAMES]
         )
@@ -327,6 +339,7 @@ class Gate:
             a stratified 15% of the training rows is held out for them.
         """
         t0 = time.perf_counter()
+        self._fit_groups = None
         y = np.asarray(labels, dtype=np.int64)
         texts = list(texts)
         if valid is None:
@@ -384,12 +397,30 @@ class Gate:
         Returns the fitted heads (Platt-calibrated on their out-of-fold
         margins) and the out-of-fold combiner columns of every head.
         """
-        oof_meta, oof_dec = cross_fit(make, views, y, n_folds=self.n_folds, seed=self.seed)
+        oof_meta, oof_dec = cross_fit(
+            make, views, y, n_folds=self.n_folds, seed=self.seed, groups=self._groups(views)
+        )
         heads = make()
         for j, head in enumerate(heads):
             head.fit_x(head.x_of(views), y)
             head.calibrate(oof_dec[:, j], y)
         return heads, oof_meta
+
+    def _groups(self, views: Views) -> np.ndarray | None:
+        """Cluster labels of the training texts for the inner cross-fit (None: plain folds).
+
+        Computed once per fit and reused, so the fast and MiniLM heads are
+        cross-fitted on the same folds.
+        """
+        if not self.stack_groups:
+            return None
+        if self._fit_groups is None or len(self._fit_groups) != len(views):
+            from sklearn.cluster import MiniBatchKMeans
+
+            k = min(self.stack_groups, max(2, len(views) // 50))
+            km = MiniBatchKMeans(n_clusters=k, random_state=self.seed, n_init=3, batch_size=4096)
+            self._fit_groups = km.fit_predict(np.asarray(views.static, dtype=np.float64))
+        return self._fit_groups
 
     def _fit_sentence(
         self,

@@ -91,6 +91,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "meta_features": gate.meta_features,
         "monotone": gate.monotone,
         "combine": gate.combine,
+        "stack_groups": gate.stack_groups,
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -175,6 +176,7 @@ def load_gate(path: Path) -> Gate:
         meta_features=str(meta.get("meta_features", "all")),
         monotone=bool(meta.get("monotone", False)),
         combine=str(meta.get("combine", "trees")),
+        stack_groups=int(meta.get("stack_groups", 0)),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache
