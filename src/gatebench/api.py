@@ -15,9 +15,11 @@ from gatebench.config import RunConfig, not_a_directory
 from gatebench.data import DATASETS, get_loader
 from gatebench.data.resolve import data_dir_from_env, resolve_root
 from gatebench.errors import SourceMissingError
+from gatebench.modeldir import HOLDOUT_FILE, load_model, save_model
 from gatebench.progress import Progress
 from gatebench.seeding import child_seed
-from gatebench.trace import Trace, TraceSpec, build_trace, save_trace
+from gatebench.served import ServedModel, ServeSettings
+from gatebench.trace import Trace, TraceSpec, build_trace, prompts_from_chunks, save_trace
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,6 +56,7 @@ def list_sources(*, data_dir: Path | str | None = None) -> list[dict[str, Any]]:
         card = get_loader(name).card
         row = {k: v for k, v in _card_dict(name).items() if k != "files"}
         row.update(available=False, attack=None, benign=None, malformed=None, root=None)
+        row["origin"] = DATASETS.origin(name)
         try:
             root = resolve_root(card, mirror, allow_hub=False)
         except SourceMissingError as exc:
@@ -361,9 +364,6 @@ def _check_two_classes(labels: Any) -> None:
         )
 
 
-HOLDOUT_FILE = "holdout.jsonl"
-
-
 def train(
     config: RunConfig, model_dir: Path, *, run_dir: Path | None = None, holdout: float = 0.0
 ) -> Path:
@@ -386,7 +386,6 @@ def train(
     from gatebench.artifacts import read_result
     from gatebench.detectors import DetectorSpec, make_detector
     from gatebench.errors import ConfigError
-    from gatebench.modeldir import save_model
     from gatebench.split import inner_split
 
     try:
@@ -487,8 +486,6 @@ def _write_holdout(
     model_dir: Path, held: pd.DataFrame, overlap: int, fraction: float
 ) -> dict[str, Any]:
     """Write the held-out prompts, rebuilt whole from their chunks, as JSONL."""
-    from gatebench.serve.bench import prompts_from_chunks
-
     model_dir.mkdir(parents=True, exist_ok=True)
     firsts = held.sort_values(["sample_id", "chunk"]).groupby("sample_id", sort=True).first()
     texts = prompts_from_chunks(held, overlap)
@@ -512,11 +509,8 @@ def _trace_spec(config: RunConfig) -> TraceSpec:
     )
 
 
-def served_model(model_dir: Path, settings: Any = None) -> Any:
+def served_model(model_dir: Path, settings: ServeSettings | None = None) -> ServedModel:
     """Load a model directory as a :class:`gatebench.serve.ServedModel` (chunking included)."""
-    from gatebench.modeldir import load_model
-    from gatebench.serve.model import ServedModel, ServeSettings
-
     loaded = load_model(model_dir)
     info = {
         "model_version": str(

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from gatebench.cli_plugins import add_plugin_commands
 from gatebench.errors import GatebenchError
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ bench_app = typer.Typer(help="Measure a model directory: service latency.", no_a
 app.add_typer(data_app, name="data")
 app.add_typer(trace_app, name="trace")
 app.add_typer(bench_app, name="bench")
+add_plugin_commands(app)
 console = Console()
 err = Console(stderr=True)
 

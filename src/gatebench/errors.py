@@ -11,6 +11,7 @@ __all__ = [
     "DataError",
     "DetectorError",
     "GatebenchError",
+    "PluginError",
     "SchemaError",
     "SourceMissingError",
 ]
@@ -22,6 +23,10 @@ class GatebenchError(Exception):
 
 class ConfigError(GatebenchError, ValueError):
     """A parameter, flag or configuration value is invalid."""
+
+
+class PluginError(ConfigError):
+    """An installed plug-in (an entry point of another package) cannot be used."""
 
 
 class DataError(GatebenchError):

@@ -5,6 +5,7 @@ Layout::
     MODEL_DIR/
       gatebench-model.json   format version, detector spec, threshold, τ, trace id, versions
       state/                 the detector's own files (plain JSON / .npy / LightGBM text)
+      holdout.jsonl          prompts kept out of fitting (``gatebench train --holdout``)
 
 Loading never unpickles: detectors write plain formats through ``save(path)``
 and read them back with a ``load(path)`` classmethod on their registered factory.
@@ -25,6 +26,8 @@ __all__ = ["MODEL_FORMAT", "LoadedModel", "load_model", "save_model"]
 
 MODEL_FORMAT = 1
 MANIFEST = "gatebench-model.json"
+#: Held-out prompts written by ``train --holdout``; latency benchmarks time these first.
+HOLDOUT_FILE = "holdout.jsonl"
 
 
 @dataclass

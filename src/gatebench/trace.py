@@ -38,6 +38,7 @@ __all__ = [
     "build_trace",
     "composite_groups",
     "load_trace",
+    "prompts_from_chunks",
     "scored_rows",
 ]
 
@@ -311,6 +312,21 @@ def _windows(text: str, size: int, overlap: int) -> list[str]:
     step = size - overlap
     starts = range(0, len(text) - overlap, step)
     return [text[s : s + size] for s in starts]
+
+
+def prompts_from_chunks(frame: pd.DataFrame, overlap: int) -> list[str]:
+    """Whole prompts from a trace frame's overlapping chunk rows, ordered by sample id.
+
+    Chunk ``i + 1`` starts ``overlap`` characters before chunk ``i`` ends, so a
+    prompt is its first chunk plus every later chunk minus its first ``overlap``
+    characters.
+    """
+    frame = frame.sort_values(["sample_id", "chunk"], kind="stable")
+    prompts: list[str] = []
+    for _, chunks in frame.groupby("sample_id", sort=True)["text"]:
+        parts = chunks.tolist()
+        prompts.append(parts[0] + "".join(p[overlap:] for p in parts[1:]))
+    return prompts
 
 
 def _rows(samples: list[Sample], family: str, role: Role, spec: TraceSpec) -> list[dict[str, Any]]:

@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol, TypeVar
 
 from gatebench.errors import ConfigError
 
-__all__ = ["BULK_BACKENDS", "Pool", "open_pool"]
+__all__ = ["BULK_BACKENDS", "Pool", "gatebench_version", "open_pool"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -94,9 +95,21 @@ class Pool:
             self.wait_s += time.perf_counter() - t0
 
 
+def gatebench_version() -> str:
+    """The installed gatebench version, which the driver and every dask worker must share."""
+    try:
+        return version("gatebench")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
 @contextmanager
 def open_pool(
-    backend: str = "local", *, jobs: int | None = None, scheduler: str | None = None
+    backend: str = "local",
+    *,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    worker_version: Callable[[], str] = gatebench_version,
 ) -> Iterator[Pool]:
     """Open the workers for a bulk run and close them afterwards.
 
@@ -111,6 +124,12 @@ def open_pool(
         Local worker processes, or the size of the local dask cluster.
     scheduler : str, optional
         ``tcp://host:port`` of a running dask scheduler.
+    worker_version : callable
+        A module-level function that every dask worker runs before the first
+        partition; it returns the gatebench version (a worker that differs from
+        the driver is refused). Pass one defined in the module of the function
+        the workers will run: unpickling it imports that module on each worker
+        up front, so the first partition does not pay for the import.
     """
     if backend not in BULK_BACKENDS:
         raise ConfigError(
@@ -132,7 +151,7 @@ def open_pool(
         finally:
             executor.shutdown(wait=True, cancel_futures=True)
         return
-    with _dask_pool(jobs, scheduler or os.environ.get(_SCHEDULER_ENV)) as pool:
+    with _dask_pool(jobs, scheduler or os.environ.get(_SCHEDULER_ENV), worker_version) as pool:
         yield pool
 
 
@@ -144,7 +163,9 @@ def _submit_to(executor: Executor) -> Callable[..., Future[Any]]:
 
 
 @contextmanager
-def _dask_pool(jobs: int | None, scheduler: str | None) -> Iterator[Pool]:
+def _dask_pool(
+    jobs: int | None, scheduler: str | None, worker_version: Callable[[], str]
+) -> Iterator[Pool]:
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:
@@ -164,7 +185,7 @@ def _dask_pool(jobs: int | None, scheduler: str | None) -> Iterator[Pool]:
             "`dask scheduler` or fix --scheduler / $GATEBENCH_SCHEDULER"
         ) from exc
     try:
-        _check_workers(client)
+        _check_workers(client, worker_version)
         workers = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
         where = scheduler or "local cluster"
 
@@ -178,19 +199,11 @@ def _dask_pool(jobs: int | None, scheduler: str | None) -> Iterator[Pool]:
             cluster.close()
 
 
-def _worker_version() -> str:
-    """Import the bulk worker code (so the first partition does not pay for it)."""
-    import gatebench.bulk.score  # noqa: F401
-    from gatebench.bulk.score import _gatebench_version
-
-    return _gatebench_version()
-
-
-def _check_workers(client: Any) -> None:
+def _check_workers(client: Any, worker_version: Callable[[], str]) -> None:
     """Warm every worker up and refuse workers running another gatebench version."""
-    here = _worker_version()
+    here = worker_version()
     try:
-        versions = client.run(_worker_version)
+        versions = client.run(worker_version)
     except ImportError as exc:
         raise ConfigError(
             f"a dask worker cannot import gatebench ({exc}); install the same gatebench "

@@ -4,7 +4,7 @@ The driver reads the input one partition at a time, sends each partition to a
 worker (this process, local processes or a dask cluster), and appends the
 results to the output Parquet file in input order. Workers load the model
 directory once per process. Long texts are cut with the service's
-:func:`gatebench.serve.model.windows` and max-pooled, so a row gets the score
+:func:`gatebench.served.windows` and max-pooled, so a row gets the score
 ``gatebench serve`` would give it. Every input row has one output row; rows
 that cannot be scored (null, empty, invalid Unicode) keep their place with a
 ``rejected`` reason and are counted in the summary.
@@ -18,7 +18,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from gatebench.bulk._executor import open_pool
+from gatebench.bulk._executor import gatebench_version, open_pool
 from gatebench.bulk.io import (
     OUTPUT_SCHEMA,
     REJECT_REASONS,
@@ -38,7 +37,7 @@ from gatebench.bulk.io import (
 )
 from gatebench.detectors import check_scores
 from gatebench.modeldir import MANIFEST, LoadedModel, load_model
-from gatebench.serve.model import ServeSettings, windows
+from gatebench.served import ServeSettings, windows
 from gatebench.split._minhash import signatures
 from gatebench.split.groups import LSHParams
 from gatebench.text import normalise_text, text_hash
@@ -246,11 +245,13 @@ def _timed(reader: PartitionReader, tally: _Tally) -> Iterator[Partition]:
         yield part
 
 
-def _gatebench_version() -> str:
-    try:
-        return version("gatebench")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "unknown"
+def worker_version() -> str:
+    """The gatebench version, as each dask worker reports it before the first partition.
+
+    Defined here, beside :func:`process_partition`, so that running it on a
+    worker imports this module there (see :func:`~gatebench.bulk._executor.open_pool`).
+    """
+    return gatebench_version()
 
 
 def run_bulk(
@@ -322,7 +323,9 @@ def run_bulk(
     writer = ResultWriter(out)
     try:
         t_pool = time.perf_counter()
-        with open_pool(backend, jobs=jobs, scheduler=scheduler) as pool:
+        with open_pool(
+            backend, jobs=jobs, scheduler=scheduler, worker_version=worker_version
+        ) as pool:
             startup_s = time.perf_counter() - t_pool
             results = pool.imap(
                 process_partition,
@@ -348,7 +351,7 @@ def run_bulk(
     wall = time.perf_counter() - t_start
     seconds = np.asarray(tally.partition_seconds or [0.0])
     return {
-        "gatebench_version": _gatebench_version(),
+        "gatebench_version": gatebench_version(),
         "input": {
             "path": str(input_path),
             "format": reader.format,

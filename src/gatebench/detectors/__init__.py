@@ -6,6 +6,14 @@ from gatebench.detectors.protocol import (
     DetectorSpec,
     check_scores,
     make_detector,
+    register_detector,
 )
 
-__all__ = ["DETECTORS", "Detector", "DetectorSpec", "check_scores", "make_detector"]
+__all__ = [
+    "DETECTORS",
+    "Detector",
+    "DetectorSpec",
+    "check_scores",
+    "make_detector",
+    "register_detector",
+]

@@ -10,14 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Protocol, Self, TypeVar, runtime_checkable
 
 import numpy as np
 
+from gatebench.detectors.catalog import ADAPTERS
 from gatebench.errors import DetectorError
 from gatebench.registry import Registry
 
-__all__ = ["DETECTORS", "Detector", "DetectorSpec", "check_scores", "make_detector"]
+__all__ = [
+    "DETECTORS",
+    "Detector",
+    "DetectorSpec",
+    "check_scores",
+    "make_detector",
+    "register_detector",
+]
 
 
 @runtime_checkable
@@ -43,7 +51,43 @@ class Detector(Protocol):
 
 
 DetectorFactory = Callable[..., Detector]
-DETECTORS: Registry[DetectorFactory] = Registry("detector")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _not_a_factory(name: str, obj: Any) -> str | None:
+    if callable(obj):
+        return None
+    return (
+        f"it names an object of type {type(obj).__name__}, "
+        "not a class or function that builds a detector"
+    )
+
+
+DETECTORS: Registry[DetectorFactory] = Registry(
+    "detector",
+    group="gatebench.detectors",
+    check=_not_a_factory,
+    listing="gatebench detectors list",
+)
+
+
+def register_detector(name: str) -> Callable[[F], F]:
+    """Register a detector class (or factory function) under ``name``.
+
+    The factory is called as ``factory(seed=..., **params)`` once per fold and
+    must return a :class:`Detector`. Its docstring's first line is what
+    ``gatebench detectors list`` shows. A third-party package also declares
+    the class as an entry point in the ``gatebench.detectors`` group, so that
+    gatebench finds it without being told to import it::
+
+        @register_detector("my-detector")
+        class MyDetector:
+            name = "my-detector"
+            requires_fit = True
+
+            def __init__(self, *, seed: int = 0) -> None: ...
+    """
+    return DETECTORS.register(name)
 
 
 @dataclass(frozen=True)
@@ -117,7 +161,5 @@ for _name, _path in {
     DETECTORS.add(_name, _path)
 
 # Adapters register lazily too: importing this package imports no backend.
-from gatebench.detectors.adapters import ADAPTERS  # noqa: E402
-
 for _name, _path in ADAPTERS.items():
     DETECTORS.add(_name, _path)

@@ -28,7 +28,13 @@ paraphrase_invariance       expensive  fold-0 model (shared with the two above)
 (14, 'cheap')
 """
 
-from gatebench.diagnostics._base import DIAGNOSTICS, TIERS, Check, DiagnosticResult
+from gatebench.diagnostics._base import (
+    DIAGNOSTICS,
+    TIERS,
+    Check,
+    DiagnosticResult,
+    register_diagnostic,
+)
 from gatebench.diagnostics.build import build_context
 from gatebench.diagnostics.context import DiagnosticContext
 from gatebench.diagnostics.protocols import HeadedDetector, PermutableDetector
@@ -46,6 +52,7 @@ __all__ = [
     "build_context",
     "checks_for",
     "diagnose_rows",
+    "register_diagnostic",
     "result_rows",
     "run_diagnostics",
 ]

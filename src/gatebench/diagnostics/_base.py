@@ -2,8 +2,9 @@
 
 A check is a :class:`Check`: a name, a tier, its pass criterion in words and
 numbers, and a ``run(ctx)`` function returning a :class:`DiagnosticResult`.
-Checks are registered lazily (``"module:CHECK"``) in :data:`DIAGNOSTICS`, so a
-check's heavy imports happen only when it runs.
+Built-in checks are registered lazily (``"module:CHECK"``) in :data:`DIAGNOSTICS`,
+so a check's heavy imports happen only when it runs; plug-ins use
+:func:`register_diagnostic` and an entry point.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from gatebench.types import Status
 if TYPE_CHECKING:
     from gatebench.diagnostics.context import DiagnosticContext
 
-__all__ = ["DIAGNOSTICS", "TIERS", "Check", "DiagnosticResult", "Tier", "plain"]
+__all__ = [
+    "DIAGNOSTICS",
+    "TIERS",
+    "Check",
+    "DiagnosticResult",
+    "Tier",
+    "plain",
+    "register_diagnostic",
+]
 
 Tier = Literal["cheap", "expensive"]
 #: Run tiers: which check tiers each ``--diagnostics`` value includes.
@@ -143,7 +152,55 @@ class Check:
         return self.result(Status.NOT_APPLICABLE, reason, statistic="n/a", statistics=statistics)
 
 
-DIAGNOSTICS: Registry[Check] = Registry("diagnostic")
+def _not_a_check(name: str, obj: Any) -> str | None:
+    if not isinstance(obj, Check):
+        return (
+            f"it names an object of type {type(obj).__name__}, not a gatebench.diagnostics.Check "
+            "(decorate the run function with register_diagnostic)"
+        )
+    if obj.name != name:
+        return f"its check is named {obj.name!r}; the entry point must use the check's name"
+    if obj.tier not in ("cheap", "expensive"):
+        return f"its tier is {obj.tier!r}; use 'cheap' or 'expensive'"
+    return None
+
+
+DIAGNOSTICS: Registry[Check] = Registry(
+    "diagnostic",
+    group="gatebench.diagnostics",
+    check=_not_a_check,
+    listing="gatebench diagnostics list",
+)
+
+
+def register_diagnostic(
+    name: str, *, tier: Tier, criterion: str
+) -> Callable[[Callable[[DiagnosticContext], DiagnosticResult]], Check]:
+    """Register ``run(ctx) -> DiagnosticResult`` as the check ``name``.
+
+    The decorated name becomes the :class:`Check`, so the function can stamp
+    its results with ``<name>.result(...)``. Runs include the check when their
+    ``--diagnostics`` tier covers ``tier``. A third-party package also declares
+    the check as an entry point named ``name`` in the ``gatebench.diagnostics``
+    group.
+
+    Parameters
+    ----------
+    name : str
+        Registry name, recorded in result.json.
+    tier : {"cheap", "expensive"}
+        Expensive checks refit the detector; they run only with ``--diagnostics all``.
+    criterion : str
+        The pass criterion in words and numbers, shown in the report.
+    """
+
+    def deco(run: Callable[[DiagnosticContext], DiagnosticResult]) -> Check:
+        check = Check(name, tier, criterion, run)
+        DIAGNOSTICS.add(name, check, module=run.__module__)
+        return check
+
+    return deco
+
 
 # Registration order is the order of issue 5 and of the report table.
 for _name, _path in {

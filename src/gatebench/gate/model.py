@@ -39,6 +39,7 @@ from gatebench.gate.heads import (
     sigmoid,
 )
 from gatebench.gate.judge import LLMJudge
+from gatebench.gate.persist import load_gate, save_gate
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.views import Featurizer, Views
 
@@ -645,8 +646,6 @@ class Gate:
     # -- persistence -------------------------------------------------------------------
     def save(self, path: Path | str, *, trace_id: str | None = None) -> Path:
         """Write the model directory (see :mod:`gatebench.gate.persist`)."""
-        from gatebench.gate.persist import save_gate
-
         if trace_id is not None:
             self.trace_id = trace_id
         return save_gate(self, Path(path))
@@ -659,7 +658,6 @@ class Gate:
         (then the threshold is the operating point it ships) or one written
         by :meth:`save`.
         """
-        from gatebench.gate.persist import load_gate
         from gatebench.modeldir import MANIFEST, load_model
 
         p = Path(path)
@@ -672,4 +670,4 @@ class Gate:
                 )
             loaded.detector.threshold = loaded.threshold
             return loaded.detector
-        return load_gate(p)
+        return load_gate(p, Gate)

@@ -155,10 +155,12 @@ def _combiner(gate: Gate, booster: Path, platt: list[float]) -> Combiner | HeadM
     return Combiner.from_text(booster.read_text(encoding="utf-8"), (a, b), seed=gate.seed)
 
 
-def load_gate(path: Path) -> Gate:
-    """Rebuild a :class:`Gate` from a directory written by :func:`save_gate`."""
-    from gatebench.gate.model import Gate
+def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
+    """Rebuild a :class:`Gate` from a directory written by :func:`save_gate`.
 
+    ``gate_cls`` is the :class:`Gate` class, passed in by ``Gate.load``: the
+    model imports this module, so this module names the model only for types.
+    """
     meta = _read_meta(path)
     with np.load(path / "arrays.npz", allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
@@ -167,7 +169,7 @@ def load_gate(path: Path) -> Gate:
         (path / "tokenizer.json").read_text(encoding="utf-8"),
         max_tokens=int(meta["static"]["max_tokens"]),
     )
-    gate = Gate(
+    gate = gate_cls(
         seed=int(meta["seed"]),
         heads=meta["heads"],
         n_folds=int(meta["n_folds"]),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -21,10 +20,11 @@ from markupsafe import Markup, escape
 from gatebench.report import tables
 from gatebench.report._load import RunData, load_run
 from gatebench.report._render import Job, draw_all
-from gatebench.report.figures import Absent, FigureSpec, Prepared, names, prepare
+from gatebench.report.figures import Absent, Prepared, names, prepare
 from gatebench.report.glossary import GLOSSARY
 from gatebench.report.markdown import write_result_md
 from gatebench.report.summary import executive_summary
+from gatebench.report.views import FigureView
 
 __all__ = ["FigureView", "render_figures", "render_report"]
 
@@ -36,19 +36,6 @@ SECTIONS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("comparisons", "Trade-offs and published competitors", (14, 15, 16, 17, 18, 19)),
     ("latency", "Latency", (20,)),
 )
-
-
-@dataclass(frozen=True)
-class FigureView:
-    """One figure as the template shows it: inline SVG with words, or the reason it is absent."""
-
-    spec: FigureSpec
-    title: str = ""
-    svg: Markup | None = None
-    alt: str = ""
-    caption: str = ""
-    absent: str = ""
-    files: tuple[str, ...] = ()
 
 
 def render_figures(

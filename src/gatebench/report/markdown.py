@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
@@ -17,9 +17,7 @@ from gatebench.report import tables
 from gatebench.report._load import RunData
 from gatebench.report.figures import names
 from gatebench.report.fmt import pct
-
-if TYPE_CHECKING:
-    from gatebench.report.html import FigureView
+from gatebench.report.views import FigureView
 
 __all__ = ["render_result_md", "write_result_md"]
 

@@ -44,7 +44,12 @@ from typing import Any
 import httpx
 import numpy as np
 
+from gatebench.api import build_trace_from_options, served_model
 from gatebench.errors import ConfigError, DataError
+from gatebench.modeldir import HOLDOUT_FILE
+from gatebench.serve.server import ServerThread
+from gatebench.served import ServeSettings
+from gatebench.trace import prompts_from_chunks
 
 __all__ = [
     "PAPER_LATENCY",
@@ -144,8 +149,6 @@ def texts_for_model(model_dir: Path, texts_file: Path | None) -> tuple[Path | No
     on its own training texts, a cascade routes a different share to the
     deferred stage than it routes unseen traffic, so the latency mix is off.
     """
-    from gatebench.api import HOLDOUT_FILE
-
     if texts_file is not None:
         return texts_file, "unknown (--texts)"
     held = Path(model_dir) / HOLDOUT_FILE
@@ -156,25 +159,8 @@ def texts_for_model(model_dir: Path, texts_file: Path | None) -> tuple[Path | No
     )
 
 
-def prompts_from_chunks(frame: Any, overlap: int) -> list[str]:
-    """Whole prompts from a trace frame's overlapping chunk rows, ordered by sample id.
-
-    Chunk ``i + 1`` starts ``overlap`` characters before chunk ``i`` ends, so a
-    prompt is its first chunk plus every later chunk minus its first ``overlap``
-    characters.
-    """
-    frame = frame.sort_values(["sample_id", "chunk"], kind="stable")
-    prompts: list[str] = []
-    for _, chunks in frame.groupby("sample_id", sort=True)["text"]:
-        parts = chunks.tolist()
-        prompts.append(parts[0] + "".join(p[overlap:] for p in parts[1:]))
-    return prompts
-
-
 def _trace_prompts(data_dir: Path | str | None) -> tuple[list[str], dict[str, Any]]:
     """Every prompt of the default trace, rebuilt whole from its chunks."""
-    from gatebench.api import build_trace_from_options
-
     trace = build_trace_from_options(data_dir=data_dir)
     prompts = prompts_from_chunks(trace.frame, int(trace.info["chunking"]["chunk_overlap"]))
     return prompts, {"source": "trace", "trace_id": trace.trace_id, "prompts": len(prompts)}
@@ -565,10 +551,6 @@ def run_latency_bench(
         Server processes (``gatebench serve --workers``); more than one implies
         ``spawn``.
     """
-    from gatebench.api import served_model
-    from gatebench.serve.model import ServeSettings
-    from gatebench.serve.server import ServerThread
-
     if not concurrency or any(c < 1 for c in concurrency):
         raise ConfigError(f"--concurrency {list(concurrency)!r}: give levels >= 1, e.g. 1,4,16")
     if requests < 1:

@@ -8,6 +8,7 @@ from typing import Any
 
 import uvicorn
 
+from gatebench.api import served_model
 from gatebench.serve.app import create_app
 from gatebench.serve.model import ServedModel, ServeSettings
 from gatebench.serve.protocol import http_protocol
@@ -45,8 +46,6 @@ def app_from_env() -> Any:
     """The app for one worker process of :func:`serve_workers` (model and limits from env)."""
     import os
     from pathlib import Path
-
-    from gatebench.api import served_model
 
     settings = ServeSettings.model_validate_json(os.environ[_SETTINGS_ENV])
     return create_app(served_model(Path(os.environ[_MODEL_ENV]), settings), settings)

@@ -2,12 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from gatebench.data.cards import DatasetCard
 from gatebench.data.loaders._base import Loader, LoadResult, Malformed
 from gatebench.registry import Registry
 
-__all__ = ["DATASETS", "LoadResult", "Loader", "Malformed", "get_loader"]
+__all__ = ["DATASETS", "LoadResult", "Loader", "Malformed", "get_loader", "register_loader"]
 
-DATASETS: Registry[Loader] = Registry("dataset")
+LoadFn = Callable[..., LoadResult]
+
+
+def _not_a_loader(name: str, obj: Any) -> str | None:
+    if not isinstance(obj, Loader):
+        return (
+            f"it names an object of type {type(obj).__name__}, not a gatebench.data.Loader "
+            "(decorate the load function with register_loader(card))"
+        )
+    if obj.card.name != name:
+        return f"its card is named {obj.card.name!r}; the entry point must use the card's name"
+    return None
+
+
+DATASETS: Registry[Loader] = Registry(
+    "dataset", group="gatebench.loaders", check=_not_a_loader, listing="gatebench data list"
+)
+
+
+def register_loader(card: DatasetCard) -> Callable[[LoadFn], Loader]:
+    """Register ``load(root, *, seed=0) -> LoadResult`` as the loader of ``card``.
+
+    The source is registered under ``card.name``, which is also its folder in
+    the data mirror, and the decorated name becomes the :class:`Loader`. A
+    third-party package also declares that name as an entry point called
+    ``card.name`` in the ``gatebench.loaders`` group.
+    """
+
+    def deco(load: LoadFn) -> Loader:
+        loader = Loader(card, load)
+        DATASETS.add(card.name, loader, module=load.__module__)
+        return loader
+
+    return deco
+
 
 _MODULES = {
     # the 16 benchmarks of the methodology paper (mirrored ones use the mirror's folder name)

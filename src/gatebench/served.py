@@ -1,0 +1,128 @@
+"""What a model directory serves: a detector, its operating threshold, and limits.
+
+``gatebench detect`` (:func:`gatebench.api.detect`), bulk scoring and the HTTP
+service all score whole texts through :class:`ServedModel`, so it sits below
+all three; :mod:`gatebench.serve` re-exports it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from gatebench.detectors import check_scores
+
+__all__ = ["ServeSettings", "ServedModel", "windows"]
+
+
+class ServeSettings(BaseModel):
+    """Service limits; every one is configurable from ``gatebench serve``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_body_bytes: int = Field(2_000_000, ge=1)
+    max_batch: int = Field(256, ge=1)
+    max_text_chars: int = Field(200_000, ge=1)
+    chunk_chars: int = Field(4000, ge=64)
+    chunk_overlap: int = Field(400, ge=0)
+    body_timeout_s: float = Field(10.0, gt=0)
+    #: Request line and headers together; a larger head gets 431.
+    max_header_bytes: int = Field(65_536, ge=1024)
+    #: Header fields per request; more get 431.
+    max_headers: int = Field(100, ge=1)
+    #: From a connection's opening, or a request's first byte, until its head is complete.
+    header_timeout_s: float = Field(10.0, gt=0)
+    score_threads: int = Field(2, ge=1)
+    #: Most texts one scoring call takes when concurrent requests are coalesced.
+    batch_texts: int = Field(64, ge=1)
+    token: str | None = None
+
+
+class _Scorer(Protocol):
+    name: str
+
+    def score(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def windows(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
+    """Character spans of overlapping windows covering ``text`` (one span if it fits)."""
+    if len(text) <= size:
+        return [(0, len(text))]
+    step = size - overlap
+    return [(s, min(s + size, len(text))) for s in range(0, len(text) - overlap, step)]
+
+
+class ServedModel:
+    """A detector plus the operating threshold it ships with.
+
+    Long texts are cut into windows, every window is scored, and the text
+    takes the maximum (the same max pooling the evaluation uses), so an
+    injection buried in a long document is neither truncated away nor diluted.
+
+    Parameters
+    ----------
+    detector : object
+        Anything with ``score(texts)``; if it also has ``score_stages(texts)``
+        returning ``(scores, stages, stage_ms)`` (Gate does), the stage that
+        decided each text and per-stage timings are reported.
+    threshold : float
+        Decision threshold (the run's θ_op).
+    info : dict
+        Model version, trace id, τ, heads: what ``/v1/info`` shows.
+    settings : ServeSettings
+        Chunking limits.
+    """
+
+    def __init__(
+        self, detector: _Scorer, threshold: float, info: dict[str, Any], settings: ServeSettings
+    ) -> None:
+        self.detector = detector
+        self.threshold = float(threshold)
+        self._info = info
+        self.settings = settings
+
+    def info(self) -> dict[str, Any]:
+        """Description for ``/v1/info``."""
+        return {**self._info, "threshold": self.threshold, "detector": self.detector.name}
+
+    def _score_windows(self, texts: list[str]) -> tuple[np.ndarray, list[str], dict[str, float]]:
+        staged = getattr(self.detector, "score_stages", None)
+        if staged is not None:
+            scores, stages, stage_ms = staged(texts)
+            return check_scores(self.detector.name, scores, len(texts)), list(stages), stage_ms
+        t0 = time.perf_counter()
+        scores = check_scores(self.detector.name, self.detector.score(texts), len(texts))
+        return scores, ["single"] * len(texts), {"single": (time.perf_counter() - t0) * 1e3}
+
+    def score_details(self, texts: Sequence[str]) -> list[dict[str, Any]]:
+        """Score texts; one result dict per text (see ``POST /v1/score``)."""
+        spans = [windows(t, self.settings.chunk_chars, self.settings.chunk_overlap) for t in texts]
+        flat = [t[a:b] for t, sp in zip(texts, spans, strict=True) for a, b in sp]
+        t0 = time.perf_counter()
+        scores, stages, stage_ms = self._score_windows(flat)
+        total = (time.perf_counter() - t0) * 1e3
+        out, k = [], 0
+        for sp in spans:
+            part = scores[k : k + len(sp)]
+            best = int(np.argmax(part))
+            score = float(part[best])
+            out.append(
+                {
+                    "score": score,
+                    "decision": "block" if score >= self.threshold else "allow",
+                    "stage": stages[k + best],
+                    "chunk": {
+                        "index": best,
+                        "start": sp[best][0],
+                        "end": sp[best][1],
+                        "n_chunks": len(sp),
+                    },
+                    "timings_ms": {**stage_ms, "total": total},
+                }
+            )
+            k += len(sp)
+        return out
