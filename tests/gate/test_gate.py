@@ -289,3 +289,27 @@ def test_stack_groups_hold_whole_clusters_out_of_each_inner_fit(dataset, embedde
         assert held and not held & kept  # no cluster is split between fit and held-out rows
     with pytest.raises(ValueError, match="stack_groups=1"):
         Gate(stack_groups=1)
+
+
+def test_blend_averages_the_trees_with_the_anchor_head(dataset, embedder, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from gatebench.gate.combiner import Blend
+
+    texts, y = dataset
+    kw = {"embedder": embedder, "n_folds": 2, "cache_dir": None, "heads": ["char", "embed"]}
+    gate = Gate(seed=7, combine="blend", sentence=False, **kw).fit(texts, y)
+    comb = gate.combiner
+    assert isinstance(comb, Blend)
+    probe = texts[:40]
+    views = gate._get_featurizer().without_cache()(probe)
+    per_head = [h.meta_x(h.x_of(views)) for h in gate.heads.values()]
+    x = gate._combiner_x(per_head, views)
+    embed = gate.heads["embed"]
+    anchor = embed.logit_from_decision(embed.decision_x(embed.x_of(views)))
+    a, b = comb.platt
+    expected = 1 / (1 + np.exp(-(a * (0.5 * comb.trees.logit(x) + 0.5 * anchor) + b)))
+    assert np.allclose(gate.score_fast(probe), expected)
+    again = Gate.load(gate.save(tmp_path / "model"))
+    assert isinstance(again.combiner, Blend) and again.blend_heads == ("embed",)
+    assert np.array_equal(gate.score(probe), again.score(probe))
+    with pytest.raises(ValueError, match="blend_heads"):
+        Gate(combine="blend", heads=["char", "word"])

@@ -26,7 +26,7 @@ from typing import Any, Self
 import numpy as np
 
 from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
-from gatebench.gate.combiner import COMBINER_KINDS, Combiner, HeadMean, cross_fit
+from gatebench.gate.combiner import COMBINER_KINDS, Blend, Combiner, HeadMean, cross_fit
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.features import FEATURE_NAMES, STYLE_FEATURES, escalation_cues
@@ -129,12 +129,16 @@ class Gate:
         Constrain the combiners to be non-decreasing in every head's attack
         evidence (and non-increasing in benign-neighbour similarity), so that
         trees cannot invert a head's meaning in a region one source fills.
-    combine : {"trees", "mean"}
+    combine : {"trees", "mean", "blend"}
         How the heads are joined, in the fast path and in the deferred stage:
         ``trees`` (LightGBM over the out-of-fold head columns and the
-        meta-features) or ``mean`` (the mean of the heads' calibrated
+        meta-features), ``mean`` (the mean of the heads' calibrated
         log-odds, recalibrated on the validation rows; see
-        :class:`~gatebench.gate.combiner.HeadMean`).
+        :class:`~gatebench.gate.combiner.HeadMean`) or ``blend`` (the trees'
+        log-odds averaged with the ``blend_heads``'; see
+        :class:`~gatebench.gate.combiner.Blend`).
+    blend_heads : sequence of str
+        The heads ``blend`` averages with the trees.
     stack_groups : int
         0: the inner cross-fit that produces the combiners' training columns
         uses stratified folds. ``k`` >= 2: the training texts are first
@@ -170,6 +174,7 @@ class Gate:
         monotone: bool = False,
         combine: str = "trees",
         stack_groups: int = 0,
+        blend_heads: Sequence[str] = ("embed",),
     ) -> None:
         unknown = [h for h in heads if h not in HEAD_TYPES]
         if unknown or not heads:
@@ -200,7 +205,7 @@ class Gate:
         self._featurizer: Featurizer | None = None
         self._plain: Featurizer
         self.heads: dict[str, Head] = {}
-        self.combiner: Combiner | HeadMean | None = None
+        self.combiner: Combiner | HeadMean | Blend | None = None
         self.band = (1.0, 1.0)
         self.head_thresholds: dict[str, float] = {}
         self.fit_info: dict[str, Any] = {}
@@ -211,7 +216,7 @@ class Gate:
         self._encoder = encoder
         self._sentence_cache: VectorCache | None = None
         self.sentence_heads: dict[str, Head] = {}
-        self.sentence_combiner: Combiner | HeadMean | None = None
+        self.sentence_combiner: Combiner | HeadMean | Blend | None = None
         self._fit_groups: np.ndarray | None = None
         self.meta_features = meta_features
         self.monotone = bool(monotone)
@@ -219,6 +224,16 @@ class Gate:
         if stack_groups < 0 or stack_groups == 1:
             raise ValueError(f"stack_groups={stack_groups!r}: use 0 (off) or at least 2, e.g. 40")
         self.stack_groups = int(stack_groups)
+        self.blend_heads = tuple(blend_heads)
+        if combine == "blend" and (
+            not self.blend_heads
+            or set(self.blend_heads) - set(self.head_names)
+            or NeighbourHead.name in self.blend_heads
+        ):
+            raise ValueError(
+                f"blend_heads={list(self.blend_heads)!r}: name one or more of the linear heads "
+                f"in heads={list(self.head_names)!r}, e.g. ['embed']"
+            )
         self._feature_cols = np.array(
             [meta_features == "all" or f not in STYLE_FEATURES for f in FEATURE_NAMES]
         )
@@ -300,15 +315,18 @@ class Gate:
         features = views.features[:, self._feature_cols]
         return np.column_stack([*per_head, features]).astype(np.float64)
 
-    def _new_combiner(self, *, sentence: bool) -> Combiner | HeadMean:
+    def _new_combiner(self, *, sentence: bool) -> Combiner | HeadMean | Blend:
         if self.combine == "mean":
             return HeadMean()
         params = dict(self.combiner_params)
+        names = self.meta_names(sentence=sentence)
         if self.monotone:
-            params["monotone_constraints"] = [
-                _direction(n) for n in self.meta_names(sentence=sentence)
-            ]
-        return Combiner(seed=self.seed, **params)
+            params["monotone_constraints"] = [_direction(n) for n in names]
+        trees = Combiner(seed=self.seed, **params)
+        if self.combine == "blend":
+            columns = [names.index(f"{h}_margin") for h in self.blend_heads]
+            return Blend(trees, columns, [self.heads[h].platt for h in self.blend_heads])
+        return trees
 
     def meta_names(self, *, sentence: bool = False) -> list[str]:
         """Column names of the fast combiner's input (``sentence``: the deferred one's)."""
@@ -498,7 +516,7 @@ class Gate:
         self.deferred.fit(ev, v_y[idx])
 
     # -- scoring -----------------------------------------------------------------------
-    def _check_fitted(self) -> Combiner | HeadMean:
+    def _check_fitted(self) -> Combiner | HeadMean | Blend:
         if self.combiner is None:
             raise RuntimeError("Gate is not fitted: call fit() or Gate.load(path) first")
         return self.combiner

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gatebench.errors import DetectorError
-from gatebench.gate.combiner import Combiner, HeadMean
+from gatebench.gate.combiner import Blend, Combiner, HeadMean
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES
@@ -85,6 +85,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
             "best_iteration": gate.combiner.best_iteration,
             "params": gate.combiner_params,
             "columns": gate.meta_names(),
+            "blend": gate.combiner.config() if isinstance(gate.combiner, Blend) else None,
         },
         "band": list(gate.band),
         "band_fraction": gate.band_fraction,
@@ -92,6 +93,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "monotone": gate.monotone,
         "combine": gate.combine,
         "stack_groups": gate.stack_groups,
+        "blend_heads": list(gate.blend_heads),
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -107,12 +109,13 @@ def save_gate(gate: Gate, path: Path) -> Path:
             "best_iteration": comb.best_iteration,
             "columns": gate.meta_names(sentence=True),
             "max_tokens": gate._encoder.max_tokens,
+            "blend": comb.config() if isinstance(comb, Blend) else None,
         }
-        if isinstance(comb, Combiner):
+        if isinstance(comb, Combiner | Blend):
             (path / "sentence.lgb.txt").write_text(comb.model_text(), encoding="utf-8")
         (path / "minilm.onnx").write_bytes(gate._encoder.onnx_bytes)
         (path / "minilm-tokenizer.json").write_text(gate._encoder.tokenizer_json, encoding="utf-8")
-    if isinstance(gate.combiner, Combiner):
+    if isinstance(gate.combiner, Combiner | Blend):
         (path / "combiner.lgb.txt").write_text(gate.combiner.model_text(), encoding="utf-8")
     (path / "tokenizer.json").write_text(gate._embedder.tokenizer_json, encoding="utf-8")
     np.savez_compressed(path / "arrays.npz", **arrays)  # type: ignore[arg-type]
@@ -145,14 +148,19 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def _combiner(gate: Gate, booster: Path, platt: list[float]) -> Combiner | HeadMean:
-    """The fitted combiner: a LightGBM booster read from its file, or the head mean."""
+def _combiner(
+    gate: Gate, booster: Path, platt: list[float], blend: dict[str, Any] | None
+) -> Combiner | HeadMean | Blend:
+    """The fitted combiner: a LightGBM booster read from its file, the head mean, or a blend."""
     a, b = float(platt[0]), float(platt[1])
     if gate.combine == "mean":
         mean = HeadMean()
         mean.platt = (a, b)
         return mean
-    return Combiner.from_text(booster.read_text(encoding="utf-8"), (a, b), seed=gate.seed)
+    text = booster.read_text(encoding="utf-8")
+    if blend is not None:
+        return Blend.from_config(text, blend, (a, b), seed=gate.seed)
+    return Combiner.from_text(text, (a, b), seed=gate.seed)
 
 
 def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
@@ -179,6 +187,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         monotone=bool(meta.get("monotone", False)),
         combine=str(meta.get("combine", "trees")),
         stack_groups=int(meta.get("stack_groups", 0)),
+        blend_heads=tuple(meta.get("blend_heads", ("embed",))),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache
@@ -193,7 +202,9 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         if hasattr(head, "embedder"):
             head.embedder = embedder
         gate.heads[name] = head
-    gate.combiner = _combiner(gate, path / "combiner.lgb.txt", meta["combiner"]["platt"])
+    gate.combiner = _combiner(
+        gate, path / "combiner.lgb.txt", meta["combiner"]["platt"], meta["combiner"].get("blend")
+    )
     sent = meta["sentence"]
     if sent is not None:
         gate._encoder = MiniLMEncoder(
@@ -208,7 +219,9 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
             gate.sentence_heads[name] = SENTENCE_HEAD_TYPES[name].from_state(  # type: ignore[attr-defined]
                 meta["head_params"][name], head_arrays
             )
-        gate.sentence_combiner = _combiner(gate, path / "sentence.lgb.txt", sent["platt"])
+        gate.sentence_combiner = _combiner(
+            gate, path / "sentence.lgb.txt", sent["platt"], sent.get("blend")
+        )
     gate.band = (float(meta["band"][0]), float(meta["band"][1]))
     gate.head_thresholds = {k: float(v) for k, v in meta["head_thresholds"].items()}
     gate.deferred = DeferredStage.from_config(meta["deferred"])
