@@ -29,7 +29,7 @@ from gatebench.split.splitters import inner_split
 from gatebench.threshold import fold_threshold
 from gatebench.trace import scored_rows
 
-__all__ = ["FoldResult", "FoldTask", "pool_to_prompts", "run_cv"]
+__all__ = ["FittedFold", "FoldResult", "FoldTask", "fit_fold", "pool_to_prompts", "run_cv"]
 
 VALID_FRACTION = 0.15
 # Bumped whenever FoldResult's fields change, so old checkpoints are not reused.
@@ -86,8 +86,28 @@ def _single_text_latency(detector: Detector, texts: list[str], seed: int) -> np.
     return out
 
 
-def run_fold(task: FoldTask, texts: np.ndarray, labels: np.ndarray) -> FoldResult:
-    """Fit a fresh detector on one fold and score its held-out rows."""
+@dataclass
+class FittedFold:
+    """A fresh detector fitted on one fold's inner-train rows, with its fold threshold."""
+
+    detector: Detector
+    task: FoldTask
+    threshold: float
+    valid_f1: float
+    fit_seconds: float
+    n_inner_train: int
+    inner_train_idx: np.ndarray
+    valid_labels: np.ndarray
+    valid_scores: np.ndarray
+
+
+def fit_fold(task: FoldTask, texts: np.ndarray, labels: np.ndarray) -> FittedFold:
+    """Fit a fresh detector on one fold and pick its threshold on the inner-valid rows.
+
+    The one place a fold model is built: the evaluation (:func:`run_fold`) and
+    every diagnostic refit call it, so a refit is the run's model by
+    construction (same inner split seed, detector seed and rows).
+    """
     y_train = labels[task.train_idx]
     inner_tr, inner_va = inner_split(
         y_train, valid_fraction=VALID_FRACTION, seed=child_seed(task.seed, "inner")
@@ -108,6 +128,23 @@ def run_fold(task: FoldTask, texts: np.ndarray, labels: np.ndarray) -> FoldResul
     fit_seconds = time.perf_counter() - t0
     p_valid = check_scores(task.spec.name, detector.score(list(texts[iv])), len(iv))
     theta, valid_f1 = fold_threshold(labels[iv], p_valid)
+    return FittedFold(
+        detector=detector,
+        task=task,
+        threshold=float(theta),
+        valid_f1=float(valid_f1),
+        fit_seconds=fit_seconds,
+        n_inner_train=len(it),
+        inner_train_idx=it,
+        valid_labels=labels[iv],
+        valid_scores=p_valid,
+    )
+
+
+def run_fold(task: FoldTask, texts: np.ndarray, labels: np.ndarray) -> FoldResult:
+    """Fit a fresh detector on one fold and score its held-out rows."""
+    fitted_fold = fit_fold(task, texts, labels)
+    detector, it = fitted_fold.detector, fitted_fold.inner_train_idx
     t0 = time.perf_counter()
     test_scores = check_scores(
         task.spec.name, detector.score(list(texts[task.test_idx])), len(task.test_idx)
@@ -129,11 +166,11 @@ def run_fold(task: FoldTask, texts: np.ndarray, labels: np.ndarray) -> FoldResul
         test_scores=test_scores,
         train_idx=fitted,
         train_scores=train_scores,
-        threshold=float(theta),
-        n_inner_train=len(it),
-        n_inner_valid=len(iv),
-        valid_f1=float(valid_f1),
-        fit_seconds=fit_seconds,
+        threshold=fitted_fold.threshold,
+        n_inner_train=fitted_fold.n_inner_train,
+        n_inner_valid=len(fitted_fold.valid_labels),
+        valid_f1=fitted_fold.valid_f1,
+        fit_seconds=fitted_fold.fit_seconds,
         score_seconds=score_seconds,
         latency_ms=latency,
     )

@@ -1,68 +1,32 @@
 """Refitting fold models for the expensive checks, with the run's own child seeds.
 
 The evaluation keeps scores, not models. Checks that need a model (paraphrase,
-permutation importance, head agreement) rebuild one fold's model exactly as
-:func:`gatebench.cv.run_fold` built it: same inner split seed, same detector
-seed, same rows. The determinism replay verifies that the rebuilt model scores
-the held-out rows byte-for-byte as the run did.
+permutation importance, head agreement) rebuild one fold's model by calling
+:func:`gatebench.cv.fit_fold`, the function :func:`gatebench.cv.run_fold` builds it
+with: same inner split seed, same detector seed, same rows. The determinism replay
+verifies that the rebuilt model scores the held-out rows byte-for-byte as the run did.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from gatebench import cv
+from gatebench.cv import FittedFold, fit_fold
 from gatebench.detectors import Detector, DetectorSpec, check_scores, make_detector
 from gatebench.diagnostics.context import DiagnosticContext
 from gatebench.seeding import child_seed
-from gatebench.split.splitters import inner_split
-from gatebench.threshold import fold_threshold, select_operating_point
+from gatebench.threshold import select_operating_point
 
 __all__ = ["FittedFold", "FoldScores", "fit_fold", "fitted_fold", "fold_task", "score_fold"]
-
-
-@dataclass
-class FittedFold:
-    """A fold model rebuilt from its task, with the fold threshold it picks."""
-
-    detector: Detector
-    task: cv.FoldTask
-    threshold: float
-    fit_seconds: float
-    valid_labels: np.ndarray
-    valid_scores: np.ndarray
 
 
 def fold_task(ctx: DiagnosticContext, pass_name: str, fold: int) -> cv.FoldTask:
     """The run's :class:`~gatebench.cv.FoldTask` for (pass, fold), with its recorded seeds."""
     tasks = cv.make_tasks(pass_name, ctx.folds[pass_name], ctx.labels, ctx.detector, seed=ctx.seed)
     return tasks[fold]
-
-
-def fit_fold(task: cv.FoldTask, texts: np.ndarray, labels: np.ndarray) -> FittedFold:
-    """Fit a fresh detector as ``cv.run_fold`` does and pick its inner-valid threshold."""
-    y_train = labels[task.train_idx]
-    inner_tr, inner_va = inner_split(
-        y_train, valid_fraction=cv.VALID_FRACTION, seed=child_seed(task.seed, "inner")
-    )
-    it, iv = task.train_idx[inner_tr], task.train_idx[inner_va]
-    detector = make_detector(task.spec, seed=child_seed(task.seed, "detector"))
-    t0 = time.perf_counter()
-    detector.fit(list(texts[it]), labels[it], valid=(list(texts[iv]), labels[iv]))
-    seconds = time.perf_counter() - t0
-    p_valid = check_scores(task.spec.name, detector.score(list(texts[iv])), len(iv))
-    theta, _ = fold_threshold(labels[iv], p_valid)
-    return FittedFold(
-        detector=detector,
-        task=task,
-        threshold=float(theta),
-        fit_seconds=seconds,
-        valid_labels=labels[iv],
-        valid_scores=p_valid,
-    )
 
 
 @dataclass
