@@ -86,7 +86,25 @@ def cross_fit(
     return [m if m is not None else np.zeros((len(y), 1)) for m in meta], decisions
 
 
-class Combiner:
+class _Calibrated:
+    """A combiner's output: an uncalibrated ``raw`` margin through one Platt line."""
+
+    platt: tuple[float, float]
+
+    def raw(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def logit(self, x: np.ndarray) -> np.ndarray:
+        """Calibrated log-odds."""
+        a, b = self.platt
+        return a * self.raw(x) + b
+
+    def proba(self, x: np.ndarray) -> np.ndarray:
+        """Calibrated P(attack)."""
+        return sigmoid(self.logit(x))
+
+
+class Combiner(_Calibrated):
     """Gradient-boosted trees over the stacked columns, with a Platt-calibrated output.
 
     Parameters
@@ -182,15 +200,6 @@ class Combiner:
             )
         )
 
-    def logit(self, x: np.ndarray) -> np.ndarray:
-        """Calibrated log-odds."""
-        a, b = self.platt
-        return a * self.raw(x) + b
-
-    def proba(self, x: np.ndarray) -> np.ndarray:
-        """Calibrated P(attack)."""
-        return sigmoid(self.logit(x))
-
     def model_text(self) -> str:
         """The booster in LightGBM's own text format (what the model directory stores)."""
         return str(self.booster.model_to_string(num_iteration=self.best_iteration))
@@ -207,7 +216,7 @@ class Combiner:
         return comb
 
 
-class HeadMean:
+class HeadMean(_Calibrated):
     """The mean of the heads' calibrated log-odds, then one Platt sigmoid.
 
     The trees learn how much to trust each head, and they learn it on text
@@ -246,17 +255,8 @@ class HeadMean:
         """The heads' mean log-odds."""
         return np.asarray(np.asarray(x, dtype=np.float64).mean(axis=1))
 
-    def logit(self, x: np.ndarray) -> np.ndarray:
-        """Calibrated log-odds."""
-        a, b = self.platt
-        return a * self.raw(x) + b
 
-    def proba(self, x: np.ndarray) -> np.ndarray:
-        """Calibrated P(attack)."""
-        return sigmoid(self.logit(x))
-
-
-class Blend:
+class Blend(_Calibrated):
     """The trees' calibrated log-odds averaged with anchor heads' own, then one Platt.
 
     The trees are the sharpest on text like the training rows and the
@@ -322,15 +322,6 @@ class Blend:
     def raw(self, x: np.ndarray) -> np.ndarray:
         """Weighted mean of the trees' calibrated log-odds and the anchors'."""
         return self.weight * self.trees.logit(x) + (1.0 - self.weight) * self._anchors(x)
-
-    def logit(self, x: np.ndarray) -> np.ndarray:
-        """Calibrated log-odds."""
-        a, b = self.platt
-        return a * self.raw(x) + b
-
-    def proba(self, x: np.ndarray) -> np.ndarray:
-        """Calibrated P(attack)."""
-        return sigmoid(self.logit(x))
 
     def model_text(self) -> str:
         """The trees' booster text (the rest is a few numbers kept in the metadata)."""

@@ -217,7 +217,6 @@ class Gate:
         self._sentence_cache: VectorCache | None = None
         self.sentence_heads: dict[str, Head] = {}
         self.sentence_combiner: Combiner | HeadMean | Blend | None = None
-        self._fit_groups: np.ndarray | None = None
         self.meta_features = meta_features
         self.monotone = bool(monotone)
         self.combine = combine
@@ -358,7 +357,6 @@ class Gate:
             a stratified 15% of the training rows is held out for them.
         """
         t0 = time.perf_counter()
-        self._fit_groups = None
         y = np.asarray(labels, dtype=np.int64)
         texts = list(texts)
         if valid is None:
@@ -373,7 +371,9 @@ class Gate:
         views, v_views = feat(texts), feat(v_texts)
         t_feat = time.perf_counter()
 
-        heads, oof_meta = self._stack(self._make_heads, views, y)
+        # One clustering per fit: the fast and MiniLM heads are cross-fitted on the same folds.
+        groups = self._groups(views)
+        heads, oof_meta = self._stack(self._make_heads, views, y, groups)
         t_cross = time.perf_counter()
         self.heads = {h.name: h for h in heads}
         v_meta = [h.meta_x(h.x_of(v_views)) for h in heads]
@@ -386,7 +386,7 @@ class Gate:
         p_base = p_valid
         t_sent = time.perf_counter()
         if self.sentence:
-            p_base = self._fit_sentence(views, y, v_views, v_y, oof_meta, v_meta)
+            p_base = self._fit_sentence(views, y, v_views, v_y, oof_meta, v_meta, groups)
         t_sent = time.perf_counter() - t_sent
         self._set_head_thresholds(v_views, v_y)
         self._fit_cascade(v_texts, v_views, v_y, p_valid, p_base)
@@ -409,7 +409,11 @@ class Gate:
         return self
 
     def _stack(
-        self, make: Callable[[], list[Head]], views: Views, y: np.ndarray
+        self,
+        make: Callable[[], list[Head]],
+        views: Views,
+        y: np.ndarray,
+        groups: np.ndarray | None,
     ) -> tuple[list[Head], list[np.ndarray]]:
         """Cross-fit ``make()``'s heads, then fit each on every row.
 
@@ -417,7 +421,7 @@ class Gate:
         margins) and the out-of-fold combiner columns of every head.
         """
         oof_meta, oof_dec = cross_fit(
-            make, views, y, n_folds=self.n_folds, seed=self.seed, groups=self._groups(views)
+            make, views, y, n_folds=self.n_folds, seed=self.seed, groups=groups
         )
         heads = make()
         for j, head in enumerate(heads):
@@ -426,20 +430,14 @@ class Gate:
         return heads, oof_meta
 
     def _groups(self, views: Views) -> np.ndarray | None:
-        """Cluster labels of the training texts for the inner cross-fit (None: plain folds).
-
-        Computed once per fit and reused, so the fast and MiniLM heads are
-        cross-fitted on the same folds.
-        """
+        """Cluster labels of the training texts for the inner cross-fit (None: plain folds)."""
         if not self.stack_groups:
             return None
-        if self._fit_groups is None or len(self._fit_groups) != len(views):
-            from sklearn.cluster import MiniBatchKMeans
+        from sklearn.cluster import MiniBatchKMeans
 
-            k = min(self.stack_groups, max(2, len(views) // 50))
-            km = MiniBatchKMeans(n_clusters=k, random_state=self.seed, n_init=3, batch_size=4096)
-            self._fit_groups = km.fit_predict(np.asarray(views.static, dtype=np.float64))
-        return self._fit_groups
+        k = min(self.stack_groups, max(2, len(views) // 50))
+        km = MiniBatchKMeans(n_clusters=k, random_state=self.seed, n_init=3, batch_size=4096)
+        return np.asarray(km.fit_predict(np.asarray(views.static, dtype=np.float64)))
 
     def _fit_sentence(
         self,
@@ -449,6 +447,7 @@ class Gate:
         v_y: np.ndarray,
         oof_meta: list[np.ndarray],
         v_meta: list[np.ndarray],
+        groups: np.ndarray | None,
     ) -> np.ndarray:
         """Fit the MiniLM heads and the deferred combiner; return its validation P(attack).
 
@@ -458,7 +457,7 @@ class Gate:
         """
         self._sentence_views(views)
         self._sentence_views(v_views)
-        heads, s_oof = self._stack(self._make_sentence_heads, views, y)
+        heads, s_oof = self._stack(self._make_sentence_heads, views, y, groups)
         self.sentence_heads = {h.name: h for h in heads}
         v_s = [h.meta_x(h.x_of(v_views)) for h in heads]
         self.sentence_combiner = self._new_combiner(sentence=True).fit(
