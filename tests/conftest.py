@@ -22,3 +22,27 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def xstest_tfidf(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tuple[Path, Path]:
+    """A small tfidf-lr model directory on xstest and the run it took its threshold from.
+
+    Shared read-only: a test that damages a model or run copies it first.
+    """
+    from gatebench import api
+    from gatebench.config import RunConfig
+
+    tmp = tmp_path_factory.mktemp("xstest-tfidf")
+    cfg = RunConfig(
+        detector="tfidf-lr",
+        sources=("xstest",),
+        data_dir=data_dir,
+        cache_dir=tmp / "cache",
+        out=tmp / "run",
+        bootstrap=200,
+        folds=3,
+        n_jobs=1,
+        diagnostics="none",
+    )
+    return api.train(cfg, tmp / "model"), tmp / "run"

@@ -3,35 +3,19 @@ traceback and never a silent drop."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
+from cli_checks import fails_cleanly, runner
 from gatebench.cli import app
 from gatebench.data import get_loader
 from gatebench.errors import DataError
 from gatebench.trace import TraceSpec, build_trace
 
-runner = CliRunner()
 XSTEST = "xstest"
-
-
-def _fails_cleanly(args: list[str], *needles: str) -> str:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2, result.output
-    # An error of ours, not an exception escaping the command.
-    assert result.exception is None or isinstance(result.exception, SystemExit)
-    out = " ".join(result.output.split())
-    # One message, said once: no doubled words from stitched-together fragments.
-    words = out.lower().split()
-    assert not any(a == b and a.isalpha() for a, b in itertools.pairwise(words)), out
-    for needle in needles:
-        assert needle in out, (needle, out)
-    return out
 
 
 @pytest.mark.parametrize(
@@ -47,7 +31,7 @@ def test_report_refuses_a_result_that_is_not_one(
     tmp_path: Path, content: str, needles: tuple[str, ...]
 ) -> None:
     (tmp_path / "result.json").write_text(content)
-    _fails_cleanly(["report", str(tmp_path)], *needles)
+    fails_cleanly(["report", str(tmp_path)], *needles)
     assert not (tmp_path / "report.html").exists()
 
 
@@ -55,14 +39,14 @@ def test_compare_refuses_the_same_files(tmp_path: Path) -> None:
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "result.json").write_text("[1]")
-    _fails_cleanly(
+    fails_cleanly(
         ["compare", str(tmp_path / "a"), str(tmp_path / "b")], "holds a JSON list", "result.json"
     )
 
 
 def test_unknown_detector_fails_before_anything_is_written(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    _fails_cleanly(
+    fails_cleanly(
         ["run", "-d", "tfidf-lrr", "-s", XSTEST, "--out", str(out)], "tfidf-lrr", "tfidf-lr"
     )
     assert not out.exists()
@@ -70,7 +54,7 @@ def test_unknown_detector_fails_before_anything_is_written(tmp_path: Path) -> No
 
 def test_unknown_parameter_lists_the_accepted_ones(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    _fails_cleanly(
+    fails_cleanly(
         ["run", "-d", "tfidf-lr", "-s", XSTEST, "--param", "nosuch=1", "--out", str(out)],
         "nosuch",
         "It accepts:",
@@ -80,13 +64,13 @@ def test_unknown_parameter_lists_the_accepted_ones(tmp_path: Path) -> None:
 
 
 def test_zero_jobs_is_refused() -> None:
-    _fails_cleanly(["run", "-s", XSTEST, "--jobs", "0"], "n_jobs (--jobs) is 0")
+    fails_cleanly(["run", "-s", XSTEST, "--jobs", "0"], "n_jobs (--jobs) is 0")
 
 
 def test_bad_parameter_value_is_named_not_a_worker_traceback(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    _fails_cleanly(
+    fails_cleanly(
         [
             "run",
             "-d",
@@ -138,7 +122,7 @@ def test_header_only_csv_is_an_error_not_an_empty_source(mirror: Path) -> None:
 
 
 def test_bad_role_override_on_the_cli() -> None:
-    _fails_cleanly(["trace", "build", "-s", XSTEST, "--role", "xstest=train"], "--role")
+    fails_cleanly(["trace", "build", "-s", XSTEST, "--role", "xstest=train"], "--role")
 
 
 def test_model_free_json_result_is_refused_by_read_result(tmp_path: Path) -> None:
@@ -150,24 +134,9 @@ def test_model_free_json_result_is_refused_by_read_result(tmp_path: Path) -> Non
         read_result(tmp_path)
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
-    from gatebench import api
-    from gatebench.config import RunConfig
-
-    tmp = tmp_path_factory.mktemp("model")
-    cfg = RunConfig(
-        detector="tfidf-lr",
-        sources=(XSTEST,),
-        data_dir=data_dir,
-        cache_dir=tmp / "cache",
-        out=tmp / "run",
-        bootstrap=200,
-        folds=3,
-        n_jobs=1,
-        diagnostics="none",
-    )
-    return api.train(cfg, tmp / "model")
+@pytest.fixture
+def model_dir(xstest_tfidf: tuple[Path, Path]) -> Path:
+    return xstest_tfidf[0]
 
 
 @pytest.mark.parametrize(
@@ -186,11 +155,11 @@ def test_detect_jsonl_names_the_line(
 ) -> None:
     path = tmp_path / "in.jsonl"
     path.write_bytes(lines)
-    _fails_cleanly(["detect", str(model_dir), "--jsonl", str(path)], *needles)
+    fails_cleanly(["detect", str(model_dir), "--jsonl", str(path)], *needles)
 
 
 def test_detect_refuses_empty_text_like_the_service(model_dir: Path) -> None:
-    _fails_cleanly(["detect", str(model_dir), "   "], "TEXT argument", "empty or whitespace")
+    fails_cleanly(["detect", str(model_dir), "   "], "TEXT argument", "empty or whitespace")
     result = runner.invoke(app, ["detect", str(model_dir)], input=" \n")
     assert result.exit_code == 2 and "stdin" in result.output
 
@@ -207,7 +176,7 @@ def test_detect_scores_undecodable_bytes_from_stdin(model_dir: Path) -> None:
 def test_bulk_commands_name_a_missing_model_directory(tmp_path: Path, command: str) -> None:
     src = tmp_path / "in.jsonl"
     src.write_text('{"text": "hi"}\n')
-    _fails_cleanly(
+    fails_cleanly(
         [command, str(tmp_path / "nope"), str(src), "--out", str(tmp_path / "o")],
         "is not a gatebench model directory",
         "gatebench train",

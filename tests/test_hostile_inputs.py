@@ -7,7 +7,6 @@ thing and the bad value and says what to do, and that nothing is lost uncounted.
 
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 from collections.abc import Callable
@@ -16,48 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
+from cli_checks import fails_cleanly, runner
 from gatebench.cli import app
 from gatebench.data import get_loader
 from gatebench.errors import DataError
-
-runner = CliRunner()
-
-
-def _fails_cleanly(args: list[str], *needles: str) -> str:
-    result = runner.invoke(app, args)
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit)
-    out = " ".join(result.output.split())
-    # One message, said once: no doubled words from stitched-together fragments.
-    words = out.lower().split()
-    assert not any(a == b and a.isalpha() for a, b in itertools.pairwise(words)), out
-    for needle in needles:
-        assert needle in out, (needle, out)
-    return out
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tuple[Path, Path]:
-    """A small tfidf-lr model directory and the run it took its threshold from."""
-    from gatebench import api
-    from gatebench.config import RunConfig
-
-    tmp = tmp_path_factory.mktemp("hostile")
-    cfg = RunConfig(
-        detector="tfidf-lr",
-        sources=("xstest",),
-        data_dir=data_dir,
-        cache_dir=tmp / "cache",
-        out=tmp / "run",
-        bootstrap=200,
-        folds=3,
-        n_jobs=1,
-        diagnostics="none",
-    )
-    model = api.train(cfg, tmp / "model")
-    return model, tmp / "run"
 
 
 def _manifest_edit(edit: Callable[[dict], object]) -> Callable[[Path], None]:
@@ -125,20 +87,20 @@ def _manifest_edit(edit: Callable[[dict], object]) -> Callable[[Path], None]:
 )
 def test_damaged_model_directory_is_named(
     tmp_path: Path,
-    trained: tuple[Path, Path],
+    xstest_tfidf: tuple[Path, Path],
     damage: Callable[[Path], object],
     needles: tuple[str, ...],
 ) -> None:
     model = tmp_path / "model"
-    shutil.copytree(trained[0], model)
+    shutil.copytree(xstest_tfidf[0], model)
     damage(model)
-    _fails_cleanly(["detect", str(model), "hello"], *needles)
+    fails_cleanly(["detect", str(model), "hello"], *needles)
 
 
 def test_a_file_given_as_model_directory(tmp_path: Path) -> None:
     path = tmp_path / "model"
     path.write_text("x")
-    _fails_cleanly(["detect", str(path), "hi"], str(path), "gatebench train")
+    fails_cleanly(["detect", str(path), "hi"], str(path), "gatebench train")
 
 
 # -- run directories ---------------------------------------------------------------------
@@ -186,15 +148,15 @@ def _result_edit(edit: Callable[[dict], object]) -> Callable[[Path], None]:
 @pytest.mark.parametrize("command", ["report", "diagnose"])
 def test_damaged_run_directory_is_named(
     tmp_path: Path,
-    trained: tuple[Path, Path],
+    xstest_tfidf: tuple[Path, Path],
     damage: Callable[[Path], object],
     needles: tuple[str, ...],
     command: str,
 ) -> None:
     run = tmp_path / "run"
-    shutil.copytree(trained[1], run)
+    shutil.copytree(xstest_tfidf[1], run)
     damage(run)
-    _fails_cleanly([command, str(run)], *needles)
+    fails_cleanly([command, str(run)], *needles)
     assert not (run / "report.html").exists()
 
 
@@ -218,12 +180,12 @@ def test_bad_config_file_is_named(
 ) -> None:
     path = tmp_path / name
     path.write_bytes(content)
-    out = _fails_cleanly(["run", "--config", str(path)], *needles)
+    out = fails_cleanly(["run", "--config", str(path)], *needles)
     assert "Traceback" not in out
 
 
 def test_missing_config_file(tmp_path: Path) -> None:
-    _fails_cleanly(
+    fails_cleanly(
         ["run", "--config", str(tmp_path / "nope.toml")], "nope.toml", "No such file or directory"
     )
 
@@ -234,7 +196,7 @@ def test_missing_config_file(tmp_path: Path) -> None:
 def test_run_out_that_is_a_file_fails_before_any_work(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.write_text("x")
-    _fails_cleanly(
+    fails_cleanly(
         ["run", "-s", "xstest", "-d", "tfidf-lr", "--out", str(out)],
         "invalid out",
         "is a file, not a directory",
@@ -245,7 +207,7 @@ def test_run_out_that_is_a_file_fails_before_any_work(tmp_path: Path) -> None:
 def test_train_model_dir_that_is_a_file(tmp_path: Path) -> None:
     target = tmp_path / "model"
     target.write_text("x")
-    _fails_cleanly(
+    fails_cleanly(
         ["train", "-s", "xstest", "-d", "tfidf-lr", str(target)],
         "MODEL_DIR",
         "is a file, not a directory",
@@ -313,14 +275,14 @@ def _file(path: Path, content: str | bytes) -> Path:
 @pytest.mark.parametrize("command", ["score", "audit"])
 def test_bad_bulk_input_is_named(
     tmp_path: Path,
-    trained: tuple[Path, Path],
+    xstest_tfidf: tuple[Path, Path],
     make: Callable[[Path], Path],
     needles: tuple[str, ...],
     command: str,
 ) -> None:
     src = make(tmp_path)
     out = tmp_path / ("o.parquet" if command == "score" else "audit")
-    _fails_cleanly([command, str(trained[0]), str(src), "--out", str(out)], *needles)
+    fails_cleanly([command, str(xstest_tfidf[0]), str(src), "--out", str(out)], *needles)
     assert not out.exists()
 
 
@@ -342,13 +304,13 @@ def test_bad_bulk_input_is_named(
 )
 def test_unscorable_rows_are_counted_not_dropped(
     tmp_path: Path,
-    trained: tuple[Path, Path],
+    xstest_tfidf: tuple[Path, Path],
     make: Callable[[Path], Path],
     reasons: dict[str, int],
 ) -> None:
     src = make(tmp_path)
     out = tmp_path / "o.parquet"
-    result = runner.invoke(app, ["score", str(trained[0]), str(src), "--out", str(out)])
+    result = runner.invoke(app, ["score", str(xstest_tfidf[0]), str(src), "--out", str(out)])
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "o.summary.json").read_text())
     assert {k: v for k, v in summary["rejected_by_reason"].items() if v} == reasons
