@@ -27,10 +27,12 @@ import numpy as np
 import pandas as pd
 
 from gatebench.errors import SchemaError
+from gatebench.result import SCHEMA_VERSION, EvaluationResult
 
 __all__ = [
     "SCHEMA_VERSION",
     "environment",
+    "jsonable",
     "new_run_dir",
     "read_json",
     "read_result",
@@ -38,7 +40,6 @@ __all__ = [
     "write_oof",
 ]
 
-SCHEMA_VERSION = "1.0"
 _PACKAGES = (
     "gatebench",
     "numpy",
@@ -93,18 +94,19 @@ def environment() -> dict[str, Any]:
     }
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
+    """Plain JSON from numpy scalars and arrays, paths and tuples; NaN and inf become None."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, np.floating | float):
         value = float(obj)
         return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
+        return jsonable(obj.tolist())
     if isinstance(obj, np.bool_):
         return bool(obj)
     if isinstance(obj, Path):
@@ -115,7 +117,7 @@ def _jsonable(obj: Any) -> Any:
 def write_json(path: Path, payload: Any) -> None:
     """Write JSON with NaN/inf as ``null`` (strict JSON), sorted keys, atomically."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(_jsonable(payload), indent=2, sort_keys=True, allow_nan=False))
+    tmp.write_text(json.dumps(jsonable(payload), indent=2, sort_keys=True, allow_nan=False))
     tmp.replace(path)
 
 
@@ -127,45 +129,10 @@ def read_json(path: Path) -> Any:
         raise SchemaError(f"cannot read {path}: {exc}. Re-run `gatebench run`.") from exc
 
 
-#: Sections every finished run's result.json holds; a file without them is not a result.
-RESULT_SECTIONS = ("trace", "detector", "operating_point", "metrics", "by_source")
-#: The JSON type each section must have; ``by_source`` is a list of objects.
-_SECTION_TYPES: dict[str, type] = {"by_source": list}
-
-
-def read_result(run_dir: Path) -> dict[str, Any]:
-    """Load ``result.json`` and refuse a schema this version cannot read."""
+def read_result(run_dir: Path) -> EvaluationResult:
+    """Load ``result.json``, validated, refusing a schema this version cannot read."""
     path = run_dir / "result.json"
-    result = read_json(path)
-    if not isinstance(result, dict):
-        raise SchemaError(
-            f"{path} holds a JSON {type(result).__name__}, not the result object `gatebench run` "
-            "writes. Re-run the evaluation into this directory (gatebench run --out DIR)."
-        )
-    version = str(result.get("schema_version", ""))
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        raise SchemaError(
-            f"{path} has schema_version {version!r}; this gatebench reads "
-            f"{SCHEMA_VERSION}. Re-run the evaluation or install a matching gatebench."
-        )
-    missing = [k for k in RESULT_SECTIONS if k not in result]
-    if missing:
-        raise SchemaError(
-            f"{path} lacks {', '.join(missing)} (schema_version {version!r} but not a finished "
-            "run's result). Re-run the evaluation: gatebench run --out DIR."
-        )
-    for key in RESULT_SECTIONS:
-        want = _SECTION_TYPES.get(key, dict)
-        value = result[key]
-        if not isinstance(value, want) or (
-            isinstance(value, list) and not all(isinstance(v, dict) for v in value)
-        ):
-            raise SchemaError(
-                f"{path}: section {key!r} is {json.dumps(value)[:60]}, expected a JSON "
-                f"{'list of objects' if want is list else 'object'}; the file was edited or "
-                "damaged. Re-run the evaluation: gatebench run --out DIR."
-            )
-    return dict(result)
+    return EvaluationResult.from_json(read_json(path), path=path)
 
 
 def _fmt(value: float) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gatebench.errors import ConfigError
-from gatebench.parallel import BACKENDS
+from gatebench.parallel import BACKENDS, Executor
 
 __all__ = ["RunConfig", "load_config"]
 
@@ -121,6 +121,10 @@ class RunConfig(BaseModel):
         if v not in ("none", "cheap", "all"):
             raise ValueError(f"diagnostics is {v!r}; choose none, cheap or all")
         return v
+
+    def executor(self) -> Executor:
+        """The one :class:`~gatebench.parallel.Executor` these settings describe."""
+        return Executor(self.backend, self.n_jobs, self.scheduler)
 
 
 def not_a_directory(path: Path) -> None:

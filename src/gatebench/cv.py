@@ -23,15 +23,30 @@ import pandas as pd
 
 from gatebench.detectors import Detector, DetectorSpec, check_scores, make_detector
 from gatebench.errors import ConfigError, DetectorError
-from gatebench.parallel import run_tasks
+from gatebench.parallel import Executor
+from gatebench.progress import Progress
 from gatebench.seeding import child_seed
+from gatebench.split import GroupResult, assign_folds
 from gatebench.split.splitters import inner_split
 from gatebench.threshold import fold_threshold
-from gatebench.trace import scored_rows
+from gatebench.trace import composite_groups, scored_rows
 
-__all__ = ["FittedFold", "FoldResult", "FoldTask", "fit_fold", "pool_to_prompts", "run_cv"]
+__all__ = [
+    "PASSES",
+    "CrossValidation",
+    "FittedFold",
+    "FoldResult",
+    "FoldTask",
+    "check_two_classes",
+    "cross_validate",
+    "fit_fold",
+    "pool_to_prompts",
+    "run_cv",
+]
 
 VALID_FRACTION = 0.15
+#: The CV passes: StratifiedKFold (the headline) and StratifiedGroupKFold (the leakage check).
+PASSES = ("strat", "sgk")
 # Bumped whenever FoldResult's fields change, so old checkpoints are not reused.
 CHECKPOINT_FORMAT = 2
 
@@ -241,9 +256,7 @@ def run_cv(
     *,
     checkpoint_dir: Path | None = None,
     context: str = "",
-    backend: str = "local",
-    n_jobs: int | None = None,
-    scheduler: str | None = None,
+    executor: Executor | None = None,
     on_done: Callable[[FoldResult, bool], None] | None = None,
 ) -> list[FoldResult]:
     """Run every fold task, resuming finished folds from ``checkpoint_dir``.
@@ -259,6 +272,8 @@ def run_cv(
         detector spec, seed, fold membership) matches.
     context : str
         Extra key material, e.g. the trace id.
+    executor : Executor, optional
+        Where the folds run (default: local worker processes).
     on_done : callable, optional
         Called with each result and whether it came from a checkpoint.
 
@@ -284,9 +299,7 @@ def run_cv(
                 continue
         todo.append(task)
     shared = {"texts": texts, "labels": labels}
-    for result in run_tasks(
-        run_fold, todo, shared=shared, backend=backend, n_jobs=n_jobs, scheduler=scheduler
-    ):
+    for result in (executor or Executor()).map(run_fold, todo, shared=shared):
         if checkpoint_dir is not None:
             _save_checkpoint(paths[(result.pass_name, result.fold)], result)
         done.append(result)
@@ -345,3 +358,131 @@ def pool_to_prompts(chunks: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     out = top.drop(columns=["row_id", "chunk", "train_score"]).join(train, on=["pass", "sample_id"])
     out = out.join(meta, on="sample_id")
     return out.sort_values(["pass", "sample_id"], kind="mergesort").reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class CrossValidation:
+    """One cross-validation of a detector on a trace frame, every pass, pooled.
+
+    Attributes
+    ----------
+    groups : GroupResult
+        Composite group keys (the grouped pass keeps each group in one fold).
+    folds : dict of str -> ndarray
+        Fold id per row, per pass (-1 for training-corpus rows).
+    results : list of FoldResult
+        Every fold of every pass, sorted by pass then fold.
+    chunks : DataFrame
+        Per-(pass, chunk) OOF rows (:func:`chunk_table`).
+    prompts : DataFrame
+        Per-(pass, prompt) OOF rows after max pooling (:func:`pool_to_prompts`).
+    labels : ndarray
+        Per-row labels.
+    texts : ndarray
+        Per-row texts, as the fold workers received them.
+    """
+
+    groups: GroupResult
+    folds: dict[str, np.ndarray]
+    results: list[FoldResult]
+    chunks: pd.DataFrame
+    prompts: pd.DataFrame
+    labels: np.ndarray
+    texts: np.ndarray
+
+
+def cross_validate(
+    frame: pd.DataFrame,
+    detector: DetectorSpec,
+    *,
+    seed: int,
+    n_splits: int = 5,
+    passes: tuple[str, ...] = PASSES,
+    folds: dict[str, np.ndarray] | None = None,
+    groups: GroupResult | None = None,
+    executor: Executor | None = None,
+    checkpoint_dir: Path | None = None,
+    context: str = "",
+    progress: Progress | None = None,
+) -> CrossValidation:
+    """Groups, folds, a fresh detector per fold, pooling: the evaluation's one CV path.
+
+    ``gatebench run``, the diagnostics' context builder and the checks that
+    cross-validate another detector on the run's folds all call this, so
+    their folds, seeds and pooling cannot drift apart.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Trace frame, one row per chunk (``text``, ``label``, ``source``,
+        ``sample_id``, ``role``, ...).
+    detector : DetectorSpec
+        The detector to fit per fold.
+    seed : int
+        Root seed; groups, folds and fold models use named children of it.
+    n_splits : int
+        K of every pass.
+    passes : tuple of str
+        ``strat`` always runs; ``sgk`` when named.
+    folds : dict, optional
+        Fold id per row per pass, instead of the splitters (a diagnostic
+        re-using the run's folds, or a test planting a split).
+    groups : GroupResult, optional
+        The frame's composite groups when already computed.
+    executor : Executor, optional
+        Where the folds run.
+    checkpoint_dir, context
+        Fold checkpoints and their extra key material (see :func:`run_cv`).
+    progress : Progress, optional
+        Reports the groups step and each finished fold.
+    """
+    progress = progress or Progress()
+    labels = frame["label"].to_numpy(dtype=np.int64)
+    check_two_classes(frame)
+    if groups is None:
+        with progress.step("groups"):
+            groups = composite_groups(frame, seed)
+    if folds is None:
+        folds = assign_folds(
+            labels,
+            groups.groups,
+            scored=scored_rows(frame),
+            passes=tuple(p for p in PASSES if p == "strat" or p in passes),
+            n_splits=n_splits,
+            seeds={p: child_seed(seed, "folds", p) for p in PASSES},
+        )
+    tasks = [
+        t for name, f in folds.items() for t in make_tasks(name, f, labels, detector, seed=seed)
+    ]
+    texts = frame["text"].to_numpy(dtype=object)
+    with progress.folds(len(tasks)) as on_done:
+        results = run_cv(
+            texts,
+            labels,
+            tasks,
+            checkpoint_dir=checkpoint_dir,
+            context=context,
+            executor=executor,
+            on_done=on_done,
+        )
+    chunks = chunk_table(frame, results)
+    return CrossValidation(
+        groups=groups,
+        folds=folds,
+        results=results,
+        chunks=chunks,
+        prompts=pool_to_prompts(chunks, frame),
+        labels=labels,
+        texts=texts,
+    )
+
+
+def check_two_classes(frame: pd.DataFrame) -> None:
+    """Refuse a trace whose scored rows lack a class: F1 and FPR need both."""
+    present = set(frame["label"].to_numpy()[scored_rows(frame)].tolist())
+    if present != {0, 1}:
+        only, missing = ("attack", "benign") if present == {1} else ("benign", "attack")
+        raise ConfigError(
+            f"the trace has only {only} rows (label {1 if only == 'attack' else 0}); "
+            f"add sources with {missing} rows (--sources) so that F1 and FPR are defined"
+        )

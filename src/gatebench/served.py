@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from gatebench.detectors import check_scores
+from gatebench.modeldir import load_model
 
-__all__ = ["ServeSettings", "ServedModel", "windows"]
+__all__ = ["ServeSettings", "ServedModel", "served_model", "windows"]
 
 
 class ServeSettings(BaseModel):
@@ -126,3 +128,18 @@ class ServedModel:
             )
             k += len(sp)
         return out
+
+
+def served_model(model_dir: Path, settings: ServeSettings | None = None) -> ServedModel:
+    """Load a ``gatebench train`` directory as a :class:`ServedModel` (chunking included)."""
+    loaded = load_model(model_dir)
+    info = {
+        "model_version": str(
+            loaded.meta.get("environment", {}).get("packages", {}).get("gatebench")
+        ),
+        "trace_id": loaded.meta.get("trace_id"),
+        "target_fpr": loaded.meta.get("target_fpr"),
+        "detector_spec": loaded.meta.get("detector"),
+        "heads": list(getattr(loaded.detector, "head_names", []) or []),
+    }
+    return ServedModel(loaded.detector, loaded.threshold, info, settings or ServeSettings())

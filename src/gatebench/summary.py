@@ -13,11 +13,14 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_curve
 
+from gatebench.artifacts import jsonable
 from gatebench.cv import FoldResult
 from gatebench.metrics.bootstrap import bootstrap_headline, by_source_intervals
 from gatebench.metrics.calibration import calibration_report
 from gatebench.metrics.confusion import confusion_at
 from gatebench.metrics.frame import SourceMetricFrame, f1_fpr_sweep
+from gatebench.parallel import Executor
+from gatebench.result import Measurements
 from gatebench.seeding import child_sequence
 from gatebench.threshold import (
     fold_threshold_table,
@@ -111,9 +114,8 @@ def summarise(
     fpr: float,
     seed: int,
     n_resamples: int,
-    backend: str = "local",
-    scheduler: str | None = None,
-) -> dict[str, Any]:
+    executor: Executor | None = None,
+) -> Measurements:
     """Compute the evaluation's numbers from the per-prompt OOF table.
 
     Parameters
@@ -132,7 +134,7 @@ def summarise(
         Root seed; the bootstrap uses its own named child.
     n_resamples : int
         Bootstrap B.
-    backend, scheduler
+    executor : Executor, optional
         Where the headline bootstrap's resample blocks run
         (:func:`gatebench.metrics.bootstrap.bootstrap_headline`); the numbers
         do not depend on it.
@@ -157,8 +159,7 @@ def summarise(
         thresholds=[op.threshold, nat.threshold],
         seed=child_sequence(seed, "bootstrap", "headline"),
         n_resamples=n_resamples,
-        backend=backend,
-        scheduler=scheduler,
+        executor=executor,
     )
     metrics = {}
     for name, t in (("headline", op.threshold), ("natural", nat.threshold)):
@@ -210,7 +211,7 @@ def summarise(
         }
     folds = {str(name): _fold_rows(results, labels, str(name)) for name in passes}
     curves = f1_fpr_sweep(y, s, src)
-    return {
+    raw = {
         "operating_point": {
             **op.as_dict(),
             "target_fpr": fpr,
@@ -247,6 +248,7 @@ def summarise(
         "latency_ms": _latency(results),
         "calibration": calibration_report(y, s, head["fold"].to_numpy()).as_dict(),
     }
+    return Measurements.model_validate(jsonable(raw))
 
 
 def _prevalence_ratio(head: pd.DataFrame, sources: pd.Index) -> list[float | None]:

@@ -23,7 +23,7 @@ from gatebench.compare.matching import (
     sample_size_interval,
 )
 from gatebench.compare.published import load_published
-from gatebench.compare.rundata import load_run
+from gatebench.rundata import load_run
 from gatebench.threshold import matched_fpr_threshold
 
 DS = "deepset-prompt-injections"

@@ -12,7 +12,7 @@ import pytest
 from gatebench.compare import build_comparisons, compare_runs, format_compare
 from gatebench.compare.failures import failure_report
 from gatebench.compare.paired import paired_bootstrap
-from gatebench.compare.rundata import load_run
+from gatebench.rundata import load_run
 from gatebench.detectors.adapters._audit import AuditLedger, RowRecord
 from gatebench.errors import ConfigError
 

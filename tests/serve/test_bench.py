@@ -189,7 +189,7 @@ def test_http_level_splits_stages() -> None:
 
 
 def test_report_prefers_http_latency(tmp_path: Path) -> None:
-    from gatebench.report._load import RunData
+    from gatebench.rundata import RunData
     from gatebench.report.figures._spec import Absent, Prepared
     from gatebench.report.figures.latency import LATENCY
 

@@ -8,7 +8,6 @@ order (a slow partition holds back the ones behind it, never reorders them).
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -19,6 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol, TypeVar
 
 from gatebench.errors import ConfigError
+from gatebench.parallel import Executor as GatebenchExecutor
 
 __all__ = ["BULK_BACKENDS", "Pool", "gatebench_version", "open_pool"]
 
@@ -26,7 +26,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 BULK_BACKENDS = ("local", "dask")
-_SCHEDULER_ENV = "GATEBENCH_SCHEDULER"  # the same variable gatebench.parallel reads
 
 
 class _Future(Protocol):
@@ -105,25 +104,18 @@ def gatebench_version() -> str:
 
 @contextmanager
 def open_pool(
-    backend: str = "local",
+    executor: GatebenchExecutor,
     *,
-    jobs: int | None = None,
-    scheduler: str | None = None,
     worker_version: Callable[[], str] = gatebench_version,
 ) -> Iterator[Pool]:
     """Open the workers for a bulk run and close them afterwards.
 
     Parameters
     ----------
-    backend : {"local", "dask"}
-        ``local`` runs in this process (``jobs`` = 1, the default) or in
-        ``jobs`` worker processes; ``dask`` submits to the scheduler at
-        ``scheduler`` (or ``$GATEBENCH_SCHEDULER``), else a local cluster of
-        ``jobs`` (default 2) single-threaded worker processes.
-    jobs : int, optional
-        Local worker processes, or the size of the local dask cluster.
-    scheduler : str, optional
-        ``tcp://host:port`` of a running dask scheduler.
+    executor : gatebench.parallel.Executor
+        ``local`` runs in this process (``n_jobs`` unset or 1) or in
+        ``n_jobs`` worker processes; ``sequential`` runs in this process;
+        ``dask`` submits to the executor's scheduler or local cluster.
     worker_version : callable
         A module-level function that every dask worker runs before the first
         partition; it returns the gatebench version (a worker that differs from
@@ -131,28 +123,28 @@ def open_pool(
         the workers will run: unpickling it imports that module on each worker
         up front, so the first partition does not pay for the import.
     """
-    if backend not in BULK_BACKENDS:
-        raise ConfigError(
-            f"--backend {backend!r} is unknown for bulk scoring; use one of "
-            f"{', '.join(BULK_BACKENDS)}"
-        )
-    if jobs is not None and (isinstance(jobs, bool) or jobs < 1):
-        raise ConfigError(f"--jobs {jobs!r} is invalid; use a positive number of workers")
-    if backend == "local":
-        if not jobs or jobs == 1:
+    jobs = executor.n_jobs
+    if not executor.is_dask:
+        if executor.backend == "sequential" or not jobs or jobs == 1:
             yield Pool("local", 1, "local (in process)")
             return
         # spawn, not fork: the driver may already run pyarrow/BLAS threads.
-        executor: Executor = ProcessPoolExecutor(
+        processes: Executor = ProcessPoolExecutor(
             max_workers=jobs, mp_context=multiprocessing.get_context("spawn")
         )
         try:
-            yield Pool("local", jobs, f"local ({jobs} processes)", _submit_to(executor))
+            yield Pool("local", jobs, f"local ({jobs} processes)", _submit_to(processes))
         finally:
-            executor.shutdown(wait=True, cancel_futures=True)
+            processes.shutdown(wait=True, cancel_futures=True)
         return
-    with _dask_pool(jobs, scheduler or os.environ.get(_SCHEDULER_ENV), worker_version) as pool:
-        yield pool
+    with executor.client() as client:
+        _check_workers(client, worker_version)
+        workers = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+
+        def submit(fn: Callable[..., Any], item: Any, **kwargs: Any) -> Any:
+            return client.submit(fn, item, pure=False, **kwargs)
+
+        yield Pool("dask", max(workers, 1), f"{executor.describe()} ({workers} workers)", submit)
 
 
 def _submit_to(executor: Executor) -> Callable[..., Future[Any]]:
@@ -160,43 +152,6 @@ def _submit_to(executor: Executor) -> Callable[..., Future[Any]]:
         return executor.submit(fn, item, **kwargs)
 
     return submit
-
-
-@contextmanager
-def _dask_pool(
-    jobs: int | None, scheduler: str | None, worker_version: Callable[[], str]
-) -> Iterator[Pool]:
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError as exc:
-        raise ConfigError(
-            "--backend dask needs dask.distributed: pip install 'gatebench[dask]'"
-        ) from exc
-    cluster = None
-    if scheduler is None:
-        cluster = LocalCluster(n_workers=jobs or 2, threads_per_worker=1, dashboard_address=None)
-    try:
-        client = Client(scheduler or cluster)
-    except (OSError, TimeoutError) as exc:
-        if cluster is not None:
-            cluster.close()
-        raise ConfigError(
-            f"cannot reach the dask scheduler {scheduler!r} ({exc}); start it with "
-            "`dask scheduler` or fix --scheduler / $GATEBENCH_SCHEDULER"
-        ) from exc
-    try:
-        _check_workers(client, worker_version)
-        workers = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
-        where = scheduler or "local cluster"
-
-        def submit(fn: Callable[..., Any], item: Any, **kwargs: Any) -> Any:
-            return client.submit(fn, item, pure=False, **kwargs)
-
-        yield Pool("dask", max(workers, 1), f"dask {where} ({workers} workers)", submit)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def _check_workers(client: Any, worker_version: Callable[[], str]) -> None:

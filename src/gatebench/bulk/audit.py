@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
 from gatebench.bulk.score import PartitionResult, run_bulk, write_summary
+from gatebench.parallel import Executor
 from gatebench.seeding import child_seed
 from gatebench.split._graph import canonical_labels
 from gatebench.split._minhash import cluster_signatures
@@ -236,9 +237,7 @@ def audit_file(
     text_field: str = "text",
     id_field: str | None = None,
     batch_rows: int = 10_000,
-    backend: str = "local",
-    jobs: int | None = None,
-    scheduler: str | None = None,
+    executor: Executor | None = None,
     seed: int = 20260527,
     params: LSHParams | None = None,
 ) -> dict[str, Any]:
@@ -257,7 +256,7 @@ def audit_file(
         largest first: size, distinct texts, first row/id, mean/min/max/std
         score, flagged count and share, whether decisions are mixed) and
         ``summary.json``.
-    text_field, id_field, batch_rows, backend, jobs, scheduler
+    text_field, id_field, batch_rows, executor
         As for :func:`gatebench.bulk.score.score_file`.
     seed : int
         Root seed; the LSH seed is ``child_seed(seed, "minhash")``, as in
@@ -288,9 +287,7 @@ def audit_file(
                 text_field=text_field,
                 id_field=id_field,
                 batch_rows=batch_rows,
-                backend=backend,
-                jobs=jobs,
-                scheduler=scheduler,
+                executor=executor,
                 lsh=params,
                 on_result=collector,
             ),

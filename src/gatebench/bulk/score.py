@@ -37,6 +37,7 @@ from gatebench.bulk.io import (
 )
 from gatebench.detectors import check_scores
 from gatebench.modeldir import MANIFEST, LoadedModel, load_model
+from gatebench.parallel import Executor
 from gatebench.served import ServeSettings, windows
 from gatebench.split._minhash import signatures
 from gatebench.split.groups import LSHParams
@@ -262,9 +263,7 @@ def run_bulk(
     text_field: str = "text",
     id_field: str | None = None,
     batch_rows: int = 10_000,
-    backend: str = "local",
-    jobs: int | None = None,
-    scheduler: str | None = None,
+    executor: Executor | None = None,
     lsh: LSHParams | None = None,
     on_result: Callable[[PartitionResult], None] | None = None,
     max_in_flight: int | None = None,
@@ -285,12 +284,9 @@ def run_bulk(
         Input column/key names; ``id_field`` defaults to ``id`` when present.
     batch_rows : int
         Rows per partition.
-    backend : {"local", "dask"}
-        Where partitions run; see :func:`gatebench.bulk._executor.open_pool`.
-    jobs : int, optional
-        Local worker processes, or workers of the local dask cluster.
-    scheduler : str, optional
-        Dask scheduler address.
+    executor : gatebench.parallel.Executor, optional
+        Where partitions run (default: this process); see
+        :func:`gatebench.bulk._executor.open_pool`.
     lsh : LSHParams, optional
         Also compute MinHash signatures per partition.
     on_result : callable, optional
@@ -323,9 +319,7 @@ def run_bulk(
     writer = ResultWriter(out)
     try:
         t_pool = time.perf_counter()
-        with open_pool(
-            backend, jobs=jobs, scheduler=scheduler, worker_version=worker_version
-        ) as pool:
+        with open_pool(executor or Executor(), worker_version=worker_version) as pool:
             startup_s = time.perf_counter() - t_pool
             results = pool.imap(
                 process_partition,
@@ -377,7 +371,7 @@ def run_bulk(
         "chunking": {"chunk_chars": _SERVE.chunk_chars, "chunk_overlap": _SERVE.chunk_overlap},
         "partitions": tally.partitions,
         "batch_rows": batch_rows,
-        "backend": backend,
+        "backend": (executor or Executor()).backend,
         "workers": workers,
         "executor": where,
         "timing": {
@@ -403,9 +397,7 @@ def score_file(
     text_field: str = "text",
     id_field: str | None = None,
     batch_rows: int = 10_000,
-    backend: str = "local",
-    jobs: int | None = None,
-    scheduler: str | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """Score every row of a Parquet/JSONL file with a model directory.
 
@@ -425,14 +417,10 @@ def score_file(
         Input column/key names; ``id_field`` defaults to ``id`` when present.
     batch_rows : int
         Rows per partition (memory per partition, and the unit of work).
-    backend : {"local", "dask"}
-        ``local``: this process, or ``jobs`` processes; ``dask``: the cluster
-        at ``scheduler``/``$GATEBENCH_SCHEDULER`` or a local one. The output
-        is identical whichever runs it.
-    jobs : int, optional
-        Local processes or local dask workers.
-    scheduler : str, optional
-        Dask scheduler ``tcp://host:port``.
+    executor : gatebench.parallel.Executor, optional
+        ``local``: this process, or ``n_jobs`` processes; ``dask``: the
+        executor's cluster. Default: this process. The output is identical
+        whichever runs it.
 
     Returns
     -------
@@ -452,9 +440,7 @@ def score_file(
             text_field=text_field,
             id_field=id_field,
             batch_rows=batch_rows,
-            backend=backend,
-            jobs=jobs,
-            scheduler=scheduler,
+            executor=executor,
         ),
     }
     write_summary(summary_path(out), summary)

@@ -10,7 +10,6 @@ Entry points for the pipeline and the CLI:
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from gatebench.compare.failures import failure_report
@@ -29,8 +28,8 @@ from gatebench.compare.render import (
     leaderboard_rows,
     run_rows,
 )
-from gatebench.compare.rundata import RunData, load_run
 from gatebench.compare.runs import compare_runs
+from gatebench.rundata import RunData, load_run
 
 __all__ = [
     "PublishedTable",
@@ -50,7 +49,7 @@ __all__ = [
 
 
 def build_comparisons(
-    run_dir: str | os.PathLike[str],
+    run_dir: str | os.PathLike[str] | RunData,
     published_path: str | os.PathLike[str] | None = None,
     *,
     n_resamples: int = 2000,
@@ -61,9 +60,10 @@ def build_comparisons(
 
     Parameters
     ----------
-    run_dir : path
-        Needs ``result.json`` and ``oof.parquet`` (``oof_chunks.parquet`` and
-        the trace for the adapter error join).
+    run_dir : path or RunData
+        A finished run directory (``result.json``, ``oof.parquet``), or a run
+        being written, already in memory; the adapter error join reads
+        ``oof_chunks.parquet`` and ``manifest.json`` from its directory.
     published_path : path, optional
         Competitor table (else ``$GATEBENCH_PUBLISHED``, else the shared default).
     n_resamples : int
@@ -82,9 +82,9 @@ def build_comparisons(
         ``threshold``, ``leaderboard`` (per dataset), ``pareto`` (global and
         per dataset), ``latency`` (ours and published), ``failures``.
     """
-    run = load_run(run_dir)
+    run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir, with_oof=True)
     table = load_published(published_path)
-    lat = run.result.get("latency_ms") or {}
+    lat = run.result.latency_ms.model_dump(exclude={"samples"})
     return {
         "published": table.provenance(),
         "threshold": run.threshold,
@@ -99,10 +99,10 @@ def build_comparisons(
             "per_dataset": per_dataset_pareto(run, table),
         },
         "latency": {
-            "ours": {k: v for k, v in lat.items() if k != "samples"},
+            "ours": lat,
             "published": latency_rows(table),
             "note": "published latencies mix hardware, batch sizes and network round trips",
         },
         "failures": failure_report(run),
-        "run_dir": str(Path(run_dir)),
+        "run_dir": str(run.run_dir),
     }

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 
 from gatebench.compare._metrics import metric_at
-from gatebench.compare.rundata import HEADLINE_PASS, RunData
 from gatebench.detectors.adapters import ADAPTERS
 from gatebench.detectors.adapters._audit import AuditSummary, audit_root, read_audit
+from gatebench.rundata import HEADLINE_PASS, RunData
 from gatebench.threshold import select_operating_point
 
 __all__ = ["failure_report", "find_audit"]

@@ -31,9 +31,9 @@ from gatebench.compare.competitors import (
 )
 from gatebench.compare.matching import CAVEAT, matched_value, sample_size_interval
 from gatebench.compare.published import PublishedTable
-from gatebench.compare.rundata import RunData
 from gatebench.errors import ConfigError
 from gatebench.metrics.bootstrap import SMALL_N, dataset_intervals
+from gatebench.rundata import RunData
 from gatebench.seeding import child_sequence
 from gatebench.threshold import matched_fpr_threshold
 
@@ -42,10 +42,10 @@ __all__ = ["dataset_row", "leaderboard", "published_ranking"]
 
 def _ours(run: RunData, source: str, metric: str, seed: int, n_resamples: int) -> dict[str, Any]:
     """Our headline value and 95% CI, from result.json or recomputed from the OOF."""
-    row = run.by_source.get(source, {})
+    row = run.by_source.get(source)
     y, s = run.dataset(source)
-    if row.get("metric") == metric and row.get("low_95") is not None:
-        est, low, high = row["estimate"], row["low_95"], row["high_95"]
+    if row is not None and row.get("metric") == metric and row.get("low_95") is not None:
+        est, low, high = row.get("estimate"), row.get("low_95"), row.get("high_95")
         how = "result.json (label-stratified bootstrap)"
     else:
         d = dataset_intervals(
@@ -283,7 +283,7 @@ def leaderboard(
     """Rows for every dataset of the run that at least one published number maps to."""
     if n_resamples < 40:
         raise ConfigError(f"n_resamples={n_resamples} is too small for a 95% interval; use >= 40")
-    root = int(run.result.get("config", {}).get("seed", 0)) if seed is None else seed
+    root = run.result.config.seed if seed is None else seed
     mapped = {r.loader for r in table.rows if r.loader and not r.composite}
     return [
         dataset_row(

@@ -20,7 +20,7 @@ import numpy as np
 
 from gatebench.compare._metrics import metric_at
 from gatebench.compare.published import LATENCY_METRIC, PublishedTable
-from gatebench.compare.rundata import RunData
+from gatebench.rundata import RunData
 
 __all__ = ["global_pareto", "latency_rows", "per_dataset_pareto"]
 
@@ -81,14 +81,14 @@ def global_pareto(run: RunData, table: PublishedTable) -> dict[str, Any]:
                 "mean_latency_ms": latency.get(system),
             }
         )
-    metrics = run.result.get("metrics", {})
+    metrics = run.result.metrics
     ours = [
         {
             "system": run.label(),
             "point": name,
-            "threshold": metrics[name]["threshold"],
-            "f1": metrics[name]["micro"]["f1"],
-            "fpr": metrics[name]["micro"]["fpr"],
+            "threshold": metrics[name].threshold,
+            "f1": metrics[name].micro.f1,
+            "fpr": metrics[name].micro.fpr,
         }
         for name in ("headline", "natural")
         if name in metrics
@@ -106,7 +106,8 @@ def global_pareto(run: RunData, table: PublishedTable) -> dict[str, Any]:
 def per_dataset_pareto(run: RunData, table: PublishedTable) -> list[dict[str, Any]]:
     """One point per (system x dataset) on the run's datasets, ours included."""
     points: list[dict[str, Any]] = []
-    nat = run.result.get("metrics", {}).get("natural", {}).get("threshold")
+    natural = run.result.metrics.get("natural")
+    nat = natural.threshold if natural is not None else None
     for source in run.sources():
         rows = table.for_dataset(source)
         y, s = run.dataset(source)

@@ -30,8 +30,9 @@ from gatebench.compare.matching import CAVEAT
 from gatebench.compare.paired import paired_bootstrap
 from gatebench.compare.pareto import latency_rows
 from gatebench.compare.published import load_published
-from gatebench.compare.rundata import RunData, load_run
 from gatebench.errors import ConfigError
+from gatebench.result import Interval
+from gatebench.rundata import RunData, load_run
 
 __all__ = ["compare_runs"]
 
@@ -47,10 +48,10 @@ def _labels(runs: list[RunData]) -> list[str]:
 
 
 def _run_row(run: RunData, label: str) -> dict[str, Any]:
-    head = run.result.get("metrics", {}).get("headline", {})
-    micro, macro = head.get("micro", {}), head.get("macro", {})
-    ci = micro.get("ci", {})
-    lat = run.result.get("latency_ms", {}) or {}
+    head = run.result.headline
+    micro, macro = head.micro, head.macro
+    ci = micro.ci
+    lat = run.result.latency_ms.model_dump(exclude={"samples"}) if run.result.latency_ms.n else {}
     boolean = run.boolean_only
     return {
         "label": label,
@@ -63,8 +64,8 @@ def _run_row(run: RunData, label: str) -> dict[str, Any]:
             m: {"value": micro.get(m), **_ci(ci.get(m))}
             for m in ("f1", "precision", "recall", "fpr")
         },
-        "macro_f1": {"value": macro.get("f1"), **_ci(macro.get("ci", {}).get("f1"))},
-        "auc": None if boolean else {"value": micro.get("auc"), **_ci(head.get("auc_ci"))},
+        "macro_f1": {"value": macro.f1, **_ci(macro.ci.get("f1"))},
+        "auc": None if boolean else {"value": micro.auc, **_ci(head.auc_ci)},
         "boolean_only": boolean,
         "note": BOOLEAN_NOTE if boolean else None,
         "latency_ms": {k: lat.get(k) for k in ("p50", "p95", "mean", "n")} if lat else None,
@@ -72,10 +73,10 @@ def _run_row(run: RunData, label: str) -> dict[str, Any]:
     }
 
 
-def _ci(d: dict[str, Any] | None) -> dict[str, Any]:
-    if not d:
+def _ci(interval: Interval | None) -> dict[str, Any]:
+    if interval is None:
         return {"low": None, "high": None}
-    return {"low": d.get("low"), "high": d.get("high")}
+    return {"low": interval.low, "high": interval.high}
 
 
 def _check_same_trace(runs: list[RunData]) -> None:
@@ -169,13 +170,13 @@ def compare_runs(
     """
     if len(run_dirs) < 1:
         raise ConfigError("give at least one run directory")
-    runs = [load_run(d) for d in run_dirs]
+    runs = [load_run(d, with_oof=True) for d in run_dirs]
     if not 0 <= reference < len(runs):
         raise ConfigError(f"reference={reference} is not an index of the {len(runs)} runs")
     _check_same_trace(runs)
     labels = _labels(runs)
     ref = runs[reference]
-    root = int(ref.result.get("config", {}).get("seed", 0)) if seed is None else seed
+    root = ref.result.config.seed if seed is None else seed
     order = ref.prompts["sample_id"]
     aligned = [r.prompts.set_index("sample_id").loc[order] for r in runs]
     y = aligned[0]["label"].to_numpy()
@@ -225,11 +226,11 @@ def compare_runs(
         if any("matched_runs" in v for v in lines.values()):
             entry["matched_runs_caveat"] = CAVEAT
         for lab, r in zip(labels, runs, strict=True):
-            b = r.by_source.get(s, {})
+            b = r.by_source.get(s)
             cell: dict[str, Any] = {
                 "value": paired.values[lab][f"source:{s}"],
-                "low": b.get("low_95"),
-                "high": b.get("high_95"),
+                "low": b.get("low_95") if b is not None else None,
+                "high": b.get("high_95") if b is not None else None,
                 "difference": paired.differences.get(lab, {}).get(f"source:{s}"),
             }
             row = boards.get(lab, {}).get(s)

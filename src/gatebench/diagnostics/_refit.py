@@ -43,7 +43,7 @@ class FoldScores:
 def score_fold(
     task: cv.FoldTask, texts: np.ndarray, labels: np.ndarray, max_fpr: float | None = None
 ) -> FoldScores:
-    """Worker for :func:`gatebench.parallel.run_tasks`: fit, then score the task's test rows.
+    """Worker for :meth:`gatebench.parallel.Executor.map`: fit, then score the task's test rows.
 
     Module-level so it pickles. ``threshold`` is the fold threshold of
     ``cv.run_fold`` (argmax F1 on the inner-valid rows); with ``max_fpr`` the

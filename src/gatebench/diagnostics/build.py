@@ -1,7 +1,8 @@
 """Build a :class:`DiagnosticContext` from a trace frame by running the pipeline's pieces.
 
-``api.evaluate`` has every field in hand and constructs the context directly;
-this builder is for callers that start from a frame: tests with synthetic
+``api.evaluate`` has every field in hand and builds the context from its own
+cross-validation; this builder runs the same :func:`gatebench.cv.cross_validate`
+for callers that start from a frame: tests with synthetic
 traces, benchmarks, and re-diagnosing a finished run (pass its
 ``checkpoints`` folder and trace id, and every fold loads instead of refits).
 """
@@ -16,9 +17,7 @@ import pandas as pd
 from gatebench import cv, summary
 from gatebench.detectors import DetectorSpec
 from gatebench.diagnostics.context import DiagnosticContext
-from gatebench.seeding import child_seed
-from gatebench.split import assign_folds
-from gatebench.trace import composite_groups, scored_rows
+from gatebench.parallel import Executor
 
 __all__ = ["build_context"]
 
@@ -68,8 +67,7 @@ def build_context(
     folds: dict[str, np.ndarray] | None = None,
     primary_metrics: dict[str, str] | None = None,
     n_resamples: int = 200,
-    backend: str = "sequential",
-    n_jobs: int | None = None,
+    executor: Executor | None = None,
     checkpoint_dir: Path | None = None,
     trace_id: str = "",
 ) -> DiagnosticContext:
@@ -85,63 +83,44 @@ def build_context(
     folds : dict, optional
         Fold id per row per pass, overriding the splitters (tests plant
         splits this way, e.g. a source-keyed split).
+    executor : Executor, optional
+        Where the folds run (default: in this process).
     checkpoint_dir, trace_id
         Reuse a finished run's fold checkpoints (the key includes the trace id).
     """
     frame = _complete(frame)
-    labels = frame["label"].to_numpy(dtype=np.int64)
-    groups = composite_groups(frame, seed)
-    if folds is None:
-        folds = assign_folds(
-            labels,
-            groups.groups,
-            scored=scored_rows(frame),
-            passes=tuple(p for p in ("strat", "sgk") if p == "strat" or p in passes),
-            n_splits=n_splits,
-            seeds={p: child_seed(seed, "folds", p) for p in ("strat", "sgk")},
-        )
-    tasks = [t for p, f in folds.items() for t in cv.make_tasks(p, f, labels, detector, seed=seed)]
-    texts = frame["text"].to_numpy(dtype=object)
-    results = cv.run_cv(
-        texts,
-        labels,
-        tasks,
+    executor = executor or Executor.sequential()
+    run = cv.cross_validate(
+        frame,
+        detector,
+        seed=seed,
+        n_splits=n_splits,
+        passes=passes,
+        folds=folds,
+        executor=executor,
         checkpoint_dir=checkpoint_dir,
         context=trace_id,
-        backend=backend,
-        n_jobs=n_jobs,
     )
     if primary_metrics is None:
         primary_metrics = _infer_primary(frame)
-    chunks = cv.chunk_table(frame, results)
-    prompts = cv.pool_to_prompts(chunks, frame)
     numbers = summary.summarise(
-        prompts,
-        results,
-        labels,
+        run.prompts,
+        run.results,
+        run.labels,
         primary_metrics=primary_metrics,
         fpr=fpr,
         seed=seed,
         n_resamples=n_resamples,
     )
-    ctx = DiagnosticContext(
-        frame=frame,
-        prompts=prompts,
-        chunks=chunks,
-        results=results,
-        groups=groups,
-        labels=labels,
+    return DiagnosticContext.of(
+        frame,
+        run,
+        numbers,
         detector=detector,
-        folds=folds,
         seed=seed,
         fpr=fpr,
-        theta_op=float(numbers["operating_point"]["threshold"]),
-        numbers=numbers,
         primary_metrics=primary_metrics,
-        backend=backend,
-        n_jobs=n_jobs,
+        executor=executor,
         n_resamples=n_resamples,
         trace_id=trace_id,
     )
-    ctx.cache["texts"] = texts
-    return ctx

@@ -8,8 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gatebench.cv import FoldResult
+from gatebench.cv import CrossValidation, FoldResult
 from gatebench.detectors import DetectorSpec
+from gatebench.parallel import Executor
+from gatebench.result import Measurements
 from gatebench.split import GroupResult
 from gatebench.trace import scored_rows
 
@@ -48,12 +50,12 @@ class DiagnosticContext:
         τ, the FPR cap of the headline operating point.
     theta_op : float
         The headline operating threshold θ_op.
-    numbers : dict
+    numbers : Measurements
         The output of :func:`gatebench.summary.summarise`.
     primary_metrics : dict of str -> str
         Source -> primary metric (``f1``, ``recall``, ``oda``) from its card.
-    backend, n_jobs, scheduler
-        Execution settings for refits (:func:`gatebench.parallel.run_tasks`).
+    executor : Executor
+        Where refits run.
     n_resamples : int
         Bootstrap resamples for the checks that report intervals.
     trace_id : str
@@ -71,15 +73,50 @@ class DiagnosticContext:
     seed: int
     fpr: float
     theta_op: float
-    numbers: dict[str, Any]
+    numbers: Measurements
     primary_metrics: dict[str, str] = field(default_factory=dict)
-    backend: str = "local"
-    n_jobs: int | None = None
-    scheduler: str | None = None
+    executor: Executor = field(default_factory=Executor)
     n_resamples: int = 1000
     trace_id: str = ""
     # Refitted fold models, shared by the expensive checks that need one.
     cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        frame: pd.DataFrame,
+        run: CrossValidation,
+        numbers: Measurements,
+        *,
+        detector: DetectorSpec,
+        seed: int,
+        fpr: float,
+        primary_metrics: dict[str, str],
+        executor: Executor,
+        n_resamples: int,
+        trace_id: str = "",
+    ) -> DiagnosticContext:
+        """The context of a finished cross-validation and its summary."""
+        ctx = cls(
+            frame=frame,
+            prompts=run.prompts,
+            chunks=run.chunks,
+            results=run.results,
+            groups=run.groups,
+            labels=run.labels,
+            detector=detector,
+            folds=run.folds,
+            seed=seed,
+            fpr=fpr,
+            theta_op=numbers.operating_point.threshold,
+            numbers=numbers,
+            primary_metrics=primary_metrics,
+            executor=executor,
+            n_resamples=n_resamples,
+            trace_id=trace_id,
+        )
+        ctx.cache["texts"] = run.texts
+        return ctx
 
     @property
     def texts(self) -> np.ndarray:

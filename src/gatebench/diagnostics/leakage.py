@@ -52,7 +52,7 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     }
     strat, sgk = by_pass["strat"], by_pass["sgk"].reindex(by_pass["strat"].index)
     y = strat["label"].to_numpy(dtype=np.int64)
-    theta = {p: float(ctx.numbers["passes"][p]["headline"]["threshold"]) for p in ("strat", "sgk")}
+    theta = {p: ctx.numbers.passes[p].headline.threshold for p in ("strat", "sgk")}
     pred = {
         "strat": strat["score"].to_numpy() >= theta["strat"],
         "sgk": sgk["score"].to_numpy() >= theta["sgk"],

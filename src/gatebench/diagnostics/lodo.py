@@ -7,7 +7,7 @@ the LODO model's own inner-valid rows, so nothing about s is seen; the
 headline per-source numbers it is compared with use the same rule (θ_op).
 An unconstrained argmax-F1 threshold would sit far lower and inflate the
 recall of all-attack sources, making the comparison meaningless. Refits run
-in parallel through :func:`gatebench.parallel.run_tasks`. Scores are
+in parallel through :meth:`gatebench.parallel.Executor.map`. Scores are
 max-pooled to prompts.
 """
 
@@ -22,7 +22,6 @@ from gatebench.diagnostics._refit import score_fold
 from gatebench.diagnostics.context import DiagnosticContext
 from gatebench.metrics.confusion import confusion_at
 from gatebench.metrics.frame import primary_value
-from gatebench.parallel import run_tasks
 from gatebench.seeding import child_seed
 from gatebench.types import Status
 
@@ -76,17 +75,10 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     """Refit once per source and compare with the in-distribution numbers."""
     tasks, skipped = _tasks(ctx)
     by_task = {t.pass_name: t for t in tasks}
-    headline = {r["source"]: r.get("primary") for r in ctx.numbers.get("by_source", [])}
+    headline = {r.source: r.primary for r in ctx.numbers.by_source}
     rows = []
     shared = {"texts": ctx.texts, "labels": ctx.labels, "max_fpr": ctx.fpr}
-    for done in run_tasks(
-        score_fold,
-        tasks,
-        shared=shared,
-        backend=ctx.backend,
-        n_jobs=ctx.n_jobs,
-        scheduler=ctx.scheduler,
-    ):
+    for done in ctx.executor.map(score_fold, tasks, shared=shared):
         name = done.pass_name.split(":", 1)[1]
         prompts = _pooled(ctx, by_task[done.pass_name].test_idx, done.test_scores)
         y, s = prompts["label"].to_numpy(), prompts["score"].to_numpy()

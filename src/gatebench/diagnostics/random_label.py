@@ -27,7 +27,6 @@ from gatebench import cv
 from gatebench.diagnostics._base import Check, DiagnosticResult
 from gatebench.diagnostics._refit import score_fold
 from gatebench.diagnostics.context import DiagnosticContext
-from gatebench.parallel import run_tasks
 from gatebench.seeding import child_sequence
 from gatebench.types import Status
 
@@ -206,14 +205,7 @@ def run_retrain(ctx: DiagnosticContext) -> DiagnosticResult:
     scores = {name: np.full(n, np.nan) for name in ctx.folds}
     theta = {name: np.full(n, np.nan) for name in ctx.folds}
     shared = {"texts": ctx.texts, "labels": y_shuf}
-    for done in run_tasks(
-        score_fold,
-        tasks,
-        shared=shared,
-        backend=ctx.backend,
-        n_jobs=ctx.n_jobs,
-        scheduler=ctx.scheduler,
-    ):
+    for done in ctx.executor.map(score_fold, tasks, shared=shared):
         name = done.pass_name.split(":", 1)[1]
         idx = by_key[(done.pass_name, done.fold)].test_idx
         scores[name][idx], theta[name][idx] = done.test_scores, done.threshold

@@ -31,16 +31,14 @@ CRITERION = (
 
 def _baseline(ctx: DiagnosticContext, name: str) -> dict[str, Any]:
     spec = DetectorSpec(name)
-    tasks = cv.make_tasks("strat", ctx.folds["strat"], ctx.labels, spec, seed=ctx.seed)
-    results = cv.run_cv(
-        ctx.texts,
-        ctx.labels,
-        tasks,
-        backend=ctx.backend,
-        n_jobs=ctx.n_jobs,
-        scheduler=ctx.scheduler,
-    )
-    prompts = cv.pool_to_prompts(cv.chunk_table(ctx.frame, results), ctx.frame)
+    prompts = cv.cross_validate(
+        ctx.frame,
+        spec,
+        seed=ctx.seed,
+        folds={"strat": ctx.folds["strat"]},
+        groups=ctx.groups,
+        executor=ctx.executor,
+    ).prompts
     y, s = prompts["label"].to_numpy(), prompts["score"].to_numpy()
     op = select_operating_point(y, s, max_fpr=ctx.fpr)
     return {
@@ -55,12 +53,12 @@ def _baseline(ctx: DiagnosticContext, name: str) -> dict[str, Any]:
 
 def run(ctx: DiagnosticContext) -> DiagnosticResult:
     """Fit both baselines on the headline folds and compare micro-F1."""
-    micro = ctx.numbers["metrics"]["headline"]["micro"]
+    micro = ctx.numbers.headline.micro
     own = {
         "detector": ctx.detector.name,
-        "f1": float(micro["f1"]),
-        "recall": float(micro["recall"]),
-        "fpr": float(micro["fpr"]),
+        "f1": float(micro.f1 or 0.0),
+        "recall": float(micro.recall or 0.0),
+        "fpr": float(micro.fpr or 0.0),
         "threshold": ctx.theta_op,
         "auc": float(micro.get("auc", float("nan"))),
     }

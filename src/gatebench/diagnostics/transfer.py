@@ -32,15 +32,15 @@ def _finite(value: object) -> bool:
 
 def run(ctx: DiagnosticContext) -> DiagnosticResult:
     """Judge the summary's transferability and prevalence-ratio numbers."""
-    tr = ctx.numbers.get("transferability") or {}
+    tr = ctx.numbers.transferability
     if not _finite(tr.get("sigma")):
         return CHECK.not_applicable("fewer than two sources have benign rows, so σ_θ is undefined")
-    by_source = ctx.numbers.get("by_source", [])
+    by_source = ctx.numbers.by_source
     # In memory an undefined ratio (all-benign source) is NaN, in result.json null.
     rho = {
-        r["source"]: float(r["prevalence_ratio"])
+        r.source: float(r.get("prevalence_ratio"))
         for r in by_source
-        if _finite(r.get("prevalence_ratio")) and r.get("n", 0) >= MIN_ROWS
+        if _finite(r.get("prevalence_ratio")) and r.n >= MIN_ROWS
     }
     off = sorted(s for s, v in rho.items() if not RHO_RANGE[0] <= float(v) <= RHO_RANGE[1])
     over = sorted(

@@ -54,7 +54,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -78,6 +78,9 @@ from gatebench.metrics.scores import (
     precision_score,
     recall_score,
 )
+
+if TYPE_CHECKING:
+    from gatebench.parallel import Executor
 
 __all__ = [
     "DEFAULT_LEVELS",
@@ -601,8 +604,7 @@ def bootstrap_headline(
     level: float = 0.95,
     n_jobs: int | None = None,
     return_replicates: bool = False,
-    backend: str = "local",
-    scheduler: str | None = None,
+    executor: Executor | None = None,
 ) -> HeadlineBootstrap:
     """Stratified-bootstrap CIs of every headline metric from one set of resamples.
 
@@ -625,13 +627,10 @@ def bootstrap_headline(
         Threads; default all available cores. Does not change the result.
     return_replicates : bool
         Keep the raw replicate arrays on the result.
-    backend : {"local", "sequential", "dask"}
-        ``dask`` computes the resample blocks on a dask.distributed cluster
-        (``scheduler``, ``$GATEBENCH_SCHEDULER``, or a local cluster); the
-        others use threads here. Every block carries its own child seed, so
-        the replicates are identical whichever backend computed them.
-    scheduler : str, optional
-        ``tcp://host:port`` of the dask scheduler.
+    executor : Executor, optional
+        A dask executor computes the resample blocks on its cluster; any
+        other (or none) uses threads here. Every block carries its own child
+        seed, so the replicates are identical whichever computed them.
 
     Returns
     -------
@@ -665,17 +664,9 @@ def bootstrap_headline(
         for k, v in eng.stats(w).items():
             reps[k][a:z] = v  # chunks write disjoint slices: thread-safe
 
-    if backend == "dask":
-        from gatebench.parallel import run_tasks
-
+    if executor is not None and executor.is_dask:
         blocks = eng.blocks(b, ss_seed)
-        for a, z, stats in run_tasks(
-            _headline_block,
-            blocks,
-            shared={"engine": eng},
-            backend="dask",
-            scheduler=scheduler,
-        ):
+        for a, z, stats in executor.map(_headline_block, blocks, shared={"engine": eng}):
             for k, v in stats.items():
                 reps[k][a:z] = v
     else:

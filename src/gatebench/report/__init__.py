@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gatebench.report._load import RunData, load_run
 from gatebench.report.figures import FIGURES, Absent, FigureSpec, Prepared
 from gatebench.report.html import render_report
 from gatebench.report.markdown import render_result_md, write_result_md
+from gatebench.rundata import RunData, load_run
 
 __all__ = [
     "FIGURES",

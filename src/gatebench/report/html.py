@@ -18,13 +18,13 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from gatebench.report import tables
-from gatebench.report._load import RunData, load_run
 from gatebench.report._render import Job, draw_all
 from gatebench.report.figures import Absent, Prepared, names, prepare
 from gatebench.report.glossary import GLOSSARY
 from gatebench.report.markdown import write_result_md
 from gatebench.report.summary import executive_summary
 from gatebench.report.views import FigureView
+from gatebench.rundata import RunData, load_run
 
 __all__ = ["FigureView", "render_figures", "render_report"]
 

@@ -14,10 +14,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from gatebench.report import tables
-from gatebench.report._load import RunData
 from gatebench.report.figures import names
 from gatebench.report.fmt import pct
 from gatebench.report.views import FigureView
+from gatebench.rundata import RunData
 
 __all__ = ["render_result_md", "write_result_md"]
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from gatebench.metrics.bootstrap import SMALL_N
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records
 from gatebench.report.fmt import ci, count, is_num, num, pct, signed_pp
 from gatebench.report.tables import defined
+from gatebench.rundata import RunData
 
 __all__ = ["executive_summary", "macro_fpr"]
 

@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import PASS_NAMES, as_records, first, pass_order
 from gatebench.report.fmt import ci, count, is_num, num, pct, rate_digits, signed_pp
+from gatebench.rundata import RunData
 
 __all__ = [
     "defined",

@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "AuditLedger",
     "AuditSummary",
     "RowRecord",
+    "audit_dir",
     "audit_root",
     "read_audit",
 ]
@@ -200,3 +202,20 @@ def read_audit(folder: str | os.PathLike[str]) -> AuditSummary:
             if rec.get("truncated"):
                 truncated.add(rec["sha256"])
     return AuditSummary(folder=path, meta=meta, errors=errors, truncated=frozenset(truncated))
+
+
+@contextmanager
+def audit_dir(path: Path) -> Iterator[None]:
+    """Point adapters' failure ledgers at ``path`` for the block, unless the user chose a root.
+
+    The variable, not an argument, carries the folder because the adapters
+    write from fold worker processes, which inherit the environment.
+    """
+    if os.environ.get(AUDIT_ENV):
+        yield
+        return
+    os.environ[AUDIT_ENV] = str(path)
+    try:
+        yield
+    finally:
+        os.environ.pop(AUDIT_ENV, None)

@@ -7,7 +7,6 @@ matplotlib Figure). :func:`prepare` runs the extractors; nothing here draws.
 
 from __future__ import annotations
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._competitors import lakera_name
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures.calibration import RELIABILITY
@@ -23,6 +22,7 @@ from gatebench.report.figures.diagnostics import (
 from gatebench.report.figures.forest import FOREST
 from gatebench.report.figures.latency import LATENCY
 from gatebench.report.figures.operating import DET, MAX_TPR, PREVALENCE, SWEEP, THETA_S
+from gatebench.rundata import RunData
 
 __all__ = ["FIGURES", "Absent", "FigureSpec", "Prepared", "names", "prepare"]
 

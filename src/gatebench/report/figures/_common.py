@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gatebench.report.fmt import is_num
+from gatebench.result import DiagnosticRecord
 
 __all__ = [
     "HEADLINE_PASS",
@@ -61,18 +62,11 @@ def finite(values: Sequence[Any]) -> bool:
     return len(values) > 0 and all(is_num(v) for v in values)
 
 
-def diag_figure(item: Mapping[str, Any] | None) -> dict[str, Any]:
+def diag_figure(item: DiagnosticRecord | None) -> dict[str, Any]:
     """A diagnostic's figure data merged over its statistics (figure keys win)."""
-    if not item:
+    if item is None:
         return {}
-    stats = item.get("statistics") or {}
-    fig = item.get("figure") or item.get("figure_data") or {}
-    out: dict[str, Any] = {}
-    if isinstance(stats, Mapping):
-        out.update(stats)
-    if isinstance(fig, Mapping):
-        out.update(fig)
-    return out
+    return {**item.statistics, **(item.figure or {})}
 
 
 def missing_diag(what: str, ran_any: bool = False) -> str:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records
 from gatebench.report.figures._spec import DEFAULT_NAMES
 from gatebench.report.fmt import is_num
+from gatebench.rundata import RunData
 
 __all__ = ["is_lakera", "lakera_name", "leaderboard", "pareto_tables", "published_ranking"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from gatebench.report._load import UNNAMED_DETECTOR, RunData
+from gatebench.rundata import UNNAMED_DETECTOR, RunData
 
 __all__ = ["DEFAULT_NAMES", "Absent", "FigureSpec", "Prepared"]
 

@@ -10,11 +10,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, ORANGE, new_figure
 from gatebench.report.fmt import num
+from gatebench.rundata import RunData
 
 __all__ = ["RELIABILITY"]
 

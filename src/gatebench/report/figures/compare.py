@@ -18,7 +18,6 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import PercentFormatter
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records
 from gatebench.report.figures._competitors import (
     is_lakera,
@@ -38,6 +37,7 @@ from gatebench.report.figures._style import (
     rate_limits,
 )
 from gatebench.report.fmt import is_num, pct
+from gatebench.rundata import RunData
 
 __all__ = ["BENIGN_FPR", "LAKERA", "PARETO", "POINTS"]
 

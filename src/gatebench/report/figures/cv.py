@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import (
     PASS_NAMES,
     as_records,
@@ -20,6 +19,7 @@ from gatebench.report.figures._common import (
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, ORANGE, RED, new_figure
 from gatebench.report.fmt import is_num, num, pct
+from gatebench.rundata import RunData
 
 __all__ = ["ADVERSARIAL", "ROC", "TRAIN_VS_OOF"]
 
@@ -191,8 +191,8 @@ def _extract_adversarial(run: RunData) -> Prepared | Absent:
     auc: list[Any] = [r["auc"] for r in rows]
     if not finite(auc):
         return Absent(
-            f"the adversarial-validation diagnostic is {item.get('status')} and "
-            f"stores no per-fold AUC: {item.get('reason', '')}".strip()
+            f"the adversarial-validation diagnostic is {item.status} and "
+            f"stores no per-fold AUC: {item.reason}".strip()
         )
     groups = [
         {
@@ -221,7 +221,7 @@ def _extract_adversarial(run: RunData) -> Prepared | Absent:
             if passes
             else ""
         )
-        + f"Status: {item.get('status', 'n/a')}."
+        + f"Status: {item.status}."
     )
     return Prepared({"groups": groups, "limit": limit}, alt, caption)
 
@@ -294,7 +294,7 @@ def _extract_train_vs_oof(run: RunData) -> Prepared | Absent:
     )
     item = run.diagnostic("train_vs_oof")
     if item is not None:
-        caption += f" Diagnostic status: {item.get('status', 'n/a')} ({item.get('reason', '')})."
+        caption += f" Diagnostic status: {item.status} ({item.reason})."
     data = {"folds": [r.get("fold") for r in folds], "train_f1": train, "oof_f1": oof}
     return Prepared(data, alt, caption)
 

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import (
     as_records,
     diag_figure,
@@ -32,14 +31,16 @@ from gatebench.report.figures._common import (
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, ORANGE, RED, new_figure
 from gatebench.report.fmt import is_num, num, pct
+from gatebench.result import DiagnosticRecord
+from gatebench.rundata import RunData
 
 __all__ = ["KAPPA", "LENGTH_BIAS", "LODO", "PERMUTATION", "RANDOM_LABEL"]
 
 
-def _not_applicable(item: Mapping[str, Any], what: str) -> Absent:
+def _not_applicable(item: DiagnosticRecord, what: str) -> Absent:
     return Absent(
-        f"the {what} diagnostic is {item.get('status', 'not run')} and stores no "
-        f"figure data: {item.get('reason', 'no reason recorded')}"
+        f"the {what} diagnostic is {item.status} and stores no "
+        f"figure data: {item.reason or 'no reason recorded'}"
     )
 
 
@@ -108,7 +109,7 @@ def _extract_lodo(run: RunData) -> Prepared | Absent:
         "its score (F1, or the primary metric for single-class sources) minus the macro mean "
         "over sources, in percentage points: blue at or above the mean, red below. The score "
         "and n are in brackets after each name. A long red bar is a source whose distribution the "
-        f"other sources do not teach. Status: {item.get('status', 'n/a')}."
+        f"other sources do not teach. Status: {item.status}."
     )
     return Prepared(data, alt, caption)
 
@@ -209,7 +210,7 @@ def _extract_random_label(run: RunData) -> Prepared | Absent:
         "against theory. A value away from chance means the metric code disagrees with "
         "theory, not leakage; this control cannot detect leakage by construction (the "
         "retraining variant, random_label_retrain, can). The true-label F1 is drawn for "
-        f"scale. Status: {item.get('status', 'n/a')}."
+        f"scale. Status: {item.status}."
     )
     return Prepared(data, alt, caption)
 
@@ -281,8 +282,7 @@ def _extract_length_bias(run: RunData) -> Prepared | Absent:
         "Pearson correlation between input length and score, for all prompts (orange) and per "
         f"source (blue). |ρ| > {limit:g} (red) flags a detector that may be partly a length "
         "heuristic; per-source bars matter because opposite biases can cancel in the overall "
-        f"value. Status: {item.get('status', 'n/a')}."
-        + (f" Flagged: {', '.join(flagged)}." if flagged else "")
+        f"value. Status: {item.status}." + (f" Flagged: {', '.join(flagged)}." if flagged else "")
     )
     return Prepared({"sources": names, "rho": rho, "limit": limit}, alt, caption)
 
@@ -356,7 +356,7 @@ def _extract_permutation(run: RunData) -> Prepared | Absent:
         "Each bar is the drop in out-of-fold F1 when one feature group (or ensemble head) is "
         "randomly permuted across rows, largest first (top 20). A large drop means the "
         "detector relies on that input in the held-out regime; a near-zero bar is a feature "
-        f"the model does not use out of fold. Status: {item.get('status', 'n/a')}."
+        f"the model does not use out of fold. Status: {item.status}."
     )
     return Prepared(data, alt, caption)
 
@@ -449,7 +449,7 @@ def _extract_kappa(run: RunData) -> Prepared | Absent:
         "Pairwise Cohen's κ between the hard predictions of the detector's heads "
         "(κ = (p_o − p_e)/(1 − p_e): agreement beyond chance). Low κ means the heads carry "
         "different signal worth combining; κ near 1 means they are redundant. "
-        f"Status: {item.get('status', 'n/a')}."
+        f"Status: {item.status}."
     )
     return Prepared({"heads": heads, "kappa": mat}, alt, caption)
 

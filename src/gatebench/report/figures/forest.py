@@ -8,12 +8,12 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records
 from gatebench.report.figures._competitors import is_lakera, lakera_name, published_ranking
 from gatebench.report.figures._spec import DEFAULT_NAMES, Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, RED, new_figure
 from gatebench.report.fmt import is_num
+from gatebench.rundata import RunData
 
 __all__ = ["FOREST", "competitor_rows"]
 

@@ -11,11 +11,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records, finite
 from gatebench.report.figures._spec import DEFAULT_NAMES, Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, ORANGE, RED, new_figure
 from gatebench.report.fmt import is_num
+from gatebench.rundata import RunData
 
 __all__ = ["LATENCY"]
 

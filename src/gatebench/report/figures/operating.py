@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from gatebench.report._load import RunData
 from gatebench.report.figures._common import as_records, finite
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import (
@@ -30,6 +29,7 @@ from gatebench.report.figures._style import (
     rate_limits,
 )
 from gatebench.report.fmt import is_num, num, pct
+from gatebench.rundata import RunData
 
 __all__ = ["DET", "MAX_TPR", "PREVALENCE", "SWEEP", "THETA_S"]
 
