@@ -61,17 +61,28 @@ def write_run(
     primary = {}
     for src, (y, _) in sources.items():
         primary[src] = "recall" if min(y) == 1 else ("oda" if max(y) == 0 else "f1")
+    op = {"threshold": threshold, "target_fpr": 0.01, "rule": "max F1 s.t. pooled FPR <= tau"}
+    micro = {"f1": 0.5, "fpr": 0.01}
     result = {
         "schema_version": "1.0",
-        "operating_point": {"threshold": threshold, "target_fpr": 0.01},
-        "config": {"seed": seed, "fpr": 0.01},
+        "run_dir": folder.name,
+        "operating_point": op,
+        "natural_point": {**op, "target_fpr": None, "rule": "max_f1"},
+        "fold_median_threshold": threshold,
+        "config": {"seed": seed, "fpr": 0.01, "folds": 5, "bootstrap": 200, "passes": ["strat"]},
         "detector": {"name": detector, "params": params or {}},
-        "trace": {"trace_id": trace_id},
+        "trace": {"trace_id": trace_id, "n_prompts": len(rows), "n_rows": len(rows), "labels": {}},
         "by_source": [
-            {"source": src, "primary_metric": primary[src], **(by_source or {}).get(src, {})}
+            {
+                "source": src,
+                "n": len(sources[src][0]),
+                "primary_metric": primary[src],
+                **(by_source or {}).get(src, {}),
+            }
             for src in sources
         ],
-        "metrics": {"headline": {"threshold": threshold, "micro": {"f1": 0.5, "fpr": 0.01}}},
+        "metrics": {"headline": {"threshold": threshold, "micro": micro, "macro": {}}},
+        "passes": {},
         "latency_ms": {"p50": 1.0, "p95": 2.0, "n": 10},
     }
     (folder / "result.json").write_text(json.dumps(result))

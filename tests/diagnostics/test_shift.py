@@ -8,6 +8,7 @@ from diag_synth import CUES, context, make_frame, words
 
 from gatebench.diagnostics import DiagnosticContext, run_diagnostics
 from gatebench.diagnostics.transfer import CHECK as TRANSFER
+from gatebench.result import SourceRow
 from gatebench.types import Status
 
 
@@ -78,24 +79,22 @@ def test_lodo_passes_when_sources_share_their_attacks() -> None:
 
 def test_transferability_judges_sigma(clean_ctx: DiagnosticContext) -> None:
     r = _one(clean_ctx, "threshold_transferability")
-    assert r.statistics["sigma_theta"] == clean_ctx.numbers["transferability"]["sigma"]
+    numbers = clean_ctx.numbers
+    assert r.statistics["sigma_theta"] == numbers.transferability["sigma"]
+
+    def with_numbers(sigma: float, rows: list[SourceRow]) -> DiagnosticContext:
+        tr = {**numbers.transferability, "sigma": sigma}
+        changed = numbers.model_copy(update={"transferability": tr, "by_source": rows})
+        return DiagnosticContext(**{**clean_ctx.__dict__, "numbers": changed, "cache": {}})
+
     for sigma, status in ((0.01, Status.PASS), (0.1, Status.WARN), (0.3, Status.FAIL)):
-        numbers = {
-            **clean_ctx.numbers,
-            "transferability": {**clean_ctx.numbers["transferability"], "sigma": sigma},
-            "by_source": [],
-        }
-        ctx = DiagnosticContext(**{**clean_ctx.__dict__, "numbers": numbers, "cache": {}})
-        assert TRANSFER.run(ctx).status is status
-    # An all-benign source has no prevalence ratio (NaN in memory, null in JSON): not flagged.
-    undefined = [{"source": "benign-only", "n": 500, "prevalence_ratio": float("nan")}]
-    numbers = {**clean_ctx.numbers, "by_source": undefined}
-    numbers["transferability"] = {**numbers["transferability"], "sigma": 0.01}
-    ctx = DiagnosticContext(**{**clean_ctx.__dict__, "numbers": numbers, "cache": {}})
+        assert TRANSFER.run(with_numbers(sigma, [])).status is status
+    # An all-benign source has no prevalence ratio (null in result.json): not flagged.
+    undefined = SourceRow(source="benign-only", n=500, primary_metric="oda", prevalence_ratio=None)
+    ctx = with_numbers(0.01, [undefined])
     assert TRANSFER.run(ctx).statistics["rho_out_of_range"] == []
-    skewed = [{"source": "skewed", "n": 500, "prevalence_ratio": 2.0}]
-    ctx = DiagnosticContext(**{**clean_ctx.__dict__, "numbers": {**numbers, "by_source": skewed}})
-    assert TRANSFER.run(ctx).status is Status.WARN
+    skewed = SourceRow(source="skewed", n=500, primary_metric="f1", prevalence_ratio=2.0)
+    assert TRANSFER.run(with_numbers(0.01, [skewed])).status is Status.WARN
 
 
 def test_cues_are_not_keywords() -> None:

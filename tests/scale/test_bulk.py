@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gatebench import api
+from gatebench.parallel import Executor
 from gatebench.bulk import audit_file, score_file
 from gatebench.bulk.audit import lsh_params_for
 from gatebench.cli import app
@@ -179,16 +180,14 @@ def test_dask_cluster_output_is_identical_to_local(
             src,
             tmp_path / "dask.parquet",
             batch_rows=9,
-            backend="dask",
-            scheduler=cluster.scheduler_address,
+            executor=Executor("dask", scheduler=cluster.scheduler_address),
         )
         audit_file(
             model_dir,
             src,
             tmp_path / "audit-dask",
             batch_rows=9,
-            backend="dask",
-            scheduler=cluster.scheduler_address,
+            executor=Executor("dask", scheduler=cluster.scheduler_address),
         )
     finally:
         cluster.close()

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gatebench.cli import app
+from gatebench.parallel import Executor
 from gatebench.metrics.bootstrap import _CHUNK_CELLS, bootstrap_headline
 
 distributed = pytest.importorskip("distributed")
@@ -87,7 +88,7 @@ def test_bootstrap_blocks_on_dask_equal_threads(scheduler: str) -> None:
     src = rng.choice(["a", "b", "c"], n)
     kw = {"thresholds": [0.5, 0.7], "seed": 11, "n_resamples": b, "return_replicates": True}
     threads = bootstrap_headline(y, s, src, n_jobs=2, **kw)  # type: ignore[arg-type]
-    remote = bootstrap_headline(y, s, src, backend="dask", scheduler=scheduler, **kw)  # type: ignore[arg-type]
+    remote = bootstrap_headline(y, s, src, executor=Executor("dask", scheduler=scheduler), **kw)  # type: ignore[arg-type]
     assert threads.replicates is not None and remote.replicates is not None
     assert threads.replicates.keys() == remote.replicates.keys()
     for k, v in threads.replicates.items():
