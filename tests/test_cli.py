@@ -75,3 +75,10 @@ def test_run_refuses_tau_outside_unit_interval(fpr: str) -> None:
     result = runner.invoke(app, ["run", "--fpr", fpr])
     assert result.exit_code == 2
     assert "strictly between 0 and 1" in result.output
+
+
+def test_run_help_names_the_config_table() -> None:
+    # Help texts are rich markup; an unescaped "[run]" would vanish from the page.
+    result = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "TOML file with a [run] table." in result.output

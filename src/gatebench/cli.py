@@ -325,7 +325,9 @@ def run(
     ] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", help="Local worker processes.")] = None,
     config: Annotated[
-        Path | None, typer.Option("--config", help="TOML file with a [run] table.")
+        Path | None,
+        # Help texts are rich markup: unescaped, "[run]" would be read as a tag and vanish.
+        typer.Option("--config", help=r"TOML file with a \[run] table."),
     ] = None,
     diagnostics: Annotated[
         str | None,
