@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -75,3 +79,28 @@ def test_run_refuses_tau_outside_unit_interval(fpr: str) -> None:
     result = runner.invoke(app, ["run", "--fpr", fpr])
     assert result.exit_code == 2
     assert "strictly between 0 and 1" in result.output
+
+
+def test_run_help_names_the_config_table() -> None:
+    # Help texts are rich markup; an unescaped "[run]" would vanish from the page.
+    result = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "TOML file with a [run] table." in result.output
+
+
+def test_console_script_and_python_m_start_the_same_app() -> None:
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    target = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["scripts"]["gatebench"]
+    module, _, attr = target.partition(":")
+    assert getattr(importlib.import_module(module), attr) is app
+    # `bench latency --spawn` starts its server as `python -m gatebench.cli serve`.
+    result = subprocess.run(
+        [sys.executable, "-m", "gatebench.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Honest evaluation of prompt-injection" in result.stdout
+    assert all(name in result.stdout for name in ("run", "serve", "score", "detectors"))

@@ -10,17 +10,18 @@ import inspect
 import json
 import sys
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from gatebench.cli.options import AsJson
 from gatebench.errors import GatebenchError
 from gatebench.registry import Registry
 
-__all__ = ["add_plugin_commands", "detectors_app", "diagnostics_app"]
+__all__ = ["detectors_app", "diagnostics_app"]
 
 detectors_app = typer.Typer(
     help="Detectors: built-in and installed plug-ins.", no_args_is_help=True
@@ -28,13 +29,6 @@ detectors_app = typer.Typer(
 diagnostics_app = typer.Typer(
     help="Diagnostic checks: built-in and installed plug-ins.", no_args_is_help=True
 )
-AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-
-
-def add_plugin_commands(app: typer.Typer) -> None:
-    """Attach the ``detectors`` and ``diagnostics`` command groups to ``app``."""
-    app.add_typer(detectors_app, name="detectors")
-    app.add_typer(diagnostics_app, name="diagnostics")
 
 
 @detectors_app.command("list")

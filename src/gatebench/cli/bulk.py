@@ -1,0 +1,152 @@
+"""``gatebench score|audit``: a model directory over a large file, in partitions.
+
+The commands are plain functions; :mod:`gatebench.cli` registers them on the app.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from gatebench.cli.options import Seed, console, fail, fmt_pct
+from gatebench.errors import GatebenchError
+
+__all__ = ["audit", "score"]
+
+# The arguments and options that score and audit share.
+BulkModel = Annotated[Path, typer.Argument(help="A model directory from `gatebench train`.")]
+BulkInput = Annotated[Path, typer.Argument(help="Input .parquet or .jsonl file.")]
+TextField = Annotated[str, typer.Option("--text-field", help="Column/key holding the text.")]
+IdField = Annotated[
+    str | None, typer.Option("--id-field", help="Column/key holding a row id (default: id).")
+]
+BatchRows = Annotated[
+    int, typer.Option("--batch-rows", help="Rows per partition (memory and unit of work).")
+]
+BulkBackend = Annotated[str, typer.Option("--backend", help="local or dask.")]
+BulkScheduler = Annotated[
+    str | None,
+    typer.Option("--scheduler", help="dask scheduler tcp://HOST:PORT (or $GATEBENCH_SCHEDULER)."),
+]
+BulkJobs = Annotated[
+    int | None, typer.Option("--jobs", help="Local processes / local dask workers.")
+]
+
+
+def _print_bulk(summary: dict[str, Any], where: Path) -> None:
+    t = summary["timing"]
+    console.print(
+        f"{summary['rows_read']:,} rows read, {summary['rows_scored']:,} scored, "
+        f"{summary['rows_rejected']:,} rejected in {t.get('total_s', t['wall_s']):.1f} s "
+        f"({summary['executor']}, {summary['partitions']} partitions)",
+        highlight=False,
+    )
+    if summary["rows_rejected"]:
+        reasons = ", ".join(f"{k} {v:,}" for k, v in summary["rejected_by_reason"].items() if v)
+        console.print(
+            f"[yellow]rejected rows[/] ({reasons}) keep their place in the output with a "
+            "`rejected` reason; the first ones are listed in the summary",
+            highlight=False,
+        )
+    if summary["flagged"] is not None:
+        console.print(
+            f"flagged {summary['flagged']:,} ({fmt_pct(summary['flagged_share'])}) at threshold "
+            f"{summary['model']['threshold']:.4f}",
+            highlight=False,
+        )
+    console.print(f"written: {where}", highlight=False)
+
+
+def score(
+    model_dir: BulkModel,
+    input_path: BulkInput,
+    out: Annotated[Path, typer.Option("--out", help="Output .parquet (scores and decisions).")],
+    text_field: TextField = "text",
+    id_field: IdField = None,
+    batch_rows: BatchRows = 10_000,
+    backend: BulkBackend = "local",
+    scheduler: BulkScheduler = None,
+    jobs: BulkJobs = None,
+) -> None:
+    """Score a large file in partitions; writes OUT and OUT.summary.json."""
+    from gatebench.bulk import score_file
+    from gatebench.bulk.io import summary_path
+
+    try:
+        summary = score_file(
+            model_dir,
+            input_path,
+            out,
+            text_field=text_field,
+            id_field=id_field,
+            batch_rows=batch_rows,
+            backend=backend,
+            jobs=jobs,
+            scheduler=scheduler,
+        )
+    except GatebenchError as exc:
+        fail(exc)
+    _print_bulk(summary, out)
+    console.print(f"summary: {summary_path(out)}", highlight=False)
+
+
+def audit(
+    model_dir: BulkModel,
+    input_path: BulkInput,
+    out: Annotated[Path, typer.Option("--out", help="Output directory.")],
+    text_field: TextField = "text",
+    id_field: IdField = None,
+    batch_rows: BatchRows = 10_000,
+    backend: BulkBackend = "local",
+    scheduler: BulkScheduler = None,
+    jobs: BulkJobs = None,
+    seed: Seed = None,
+) -> None:
+    """Score a large file and cluster its near-duplicates (MinHash-LSH) with score spread."""
+    from gatebench.bulk import audit_file
+    from gatebench.config import RunConfig
+
+    try:
+        summary = audit_file(
+            model_dir,
+            input_path,
+            out,
+            text_field=text_field,
+            id_field=id_field,
+            batch_rows=batch_rows,
+            backend=backend,
+            jobs=jobs,
+            scheduler=scheduler,
+            seed=RunConfig().seed if seed is None else seed,
+        )
+    except GatebenchError as exc:
+        fail(exc)
+    _print_bulk(summary, out)
+    c = summary["clustering"]
+    console.print(
+        f"near-duplicates: {c['clusters_size_ge2']:,} clusters of ≥ 2 rows hold "
+        f"{c['rows_in_clusters_size_ge2']:,} rows; largest {c['largest_cluster']:,}; "
+        f"{c['clusters_with_mixed_decisions']:,} clusters with mixed decisions",
+        highlight=False,
+    )
+    if not c["largest_clusters"]:
+        return
+    table = Table(title="largest clusters")
+    for col in ("cluster", "size", "distinct", "first id", "mean", "min", "max", "flagged"):
+        table.add_column(col)
+    for r in c["largest_clusters"]:
+        stats = ("score_mean", "score_min", "score_max")
+        cells = ["" if r[k] is None else f"{r[k]:.3f}" for k in stats]
+        share = "" if r["flagged_share"] is None else fmt_pct(r["flagged_share"])
+        table.add_row(
+            str(r["cluster"]),
+            str(r["size"]),
+            str(r["distinct_texts"]),
+            str(r["first_id"]),
+            *cells,
+            share,
+        )
+    console.print(table)

@@ -1,0 +1,117 @@
+"""What the command modules share: the consoles, the common options, and how errors end a command.
+
+Every command catches :class:`~gatebench.errors.GatebenchError` and hands it
+to :func:`fail`, so a user error prints one red line and exits with status 2
+instead of a traceback, the same way in every command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from gatebench.errors import ConfigError, GatebenchError
+from gatebench.types import Role
+
+__all__ = [
+    "AsJson",
+    "Caps",
+    "DataDir",
+    "Embedded",
+    "Roles",
+    "Seed",
+    "SkipMissing",
+    "Sources",
+    "console",
+    "err",
+    "fail",
+    "fmt_count",
+    "fmt_pct",
+    "parse_caps",
+    "parse_roles",
+]
+
+console = Console()
+err = Console(stderr=True)
+
+# Options that several commands take, spelled and explained once.
+AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Benchmark mirror (default: $GATEBENCH_DATA)."),
+]
+Sources = Annotated[
+    list[str] | None,
+    typer.Option("--sources", "-s", help="Source names or a preset: default, paper, all."),
+]
+Caps = Annotated[
+    list[str] | None,
+    typer.Option("--cap", help="Per-source cap override NAME=ROWS (or NAME=none)."),
+]
+Roles = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--role",
+        help="Role override NAME=evaluation|training (training: fitted on, never scored).",
+    ),
+]
+Embedded = Annotated[
+    int | None,
+    typer.Option(
+        "--embedded",
+        help="Constructed training rows: a training-corpus attack inside a benign training "
+        "document (default 0).",
+    ),
+]
+SkipMissing = Annotated[
+    bool, typer.Option("--skip-missing", help="Run on the available sources; record the rest.")
+]
+Seed = Annotated[int | None, typer.Option("--seed", help="Root seed.")]
+
+
+def fail(exc: GatebenchError) -> NoReturn:
+    """Print ``exc`` as one red line on stderr and end the command with exit status 2."""
+    # Messages quote user input and file contents: brackets in them are text, not markup.
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code=2)
+
+
+def parse_caps(caps: list[str] | None) -> dict[str, int | None]:
+    """``--cap NAME=ROWS`` (or ``NAME=none``) values as a mapping; a bad one is a ConfigError."""
+    out: dict[str, int | None] = {}
+    for item in caps or []:
+        name, sep, value = item.partition("=")
+        if not sep or not (value.isdigit() or value.lower() == "none"):
+            raise ConfigError(
+                f"--cap {item!r} is not NAME=ROWS; write e.g. --cap alpaca-instructions=500"
+            )
+        out[name] = None if value.lower() == "none" else int(value)
+    return out
+
+
+def parse_roles(roles: list[str] | None) -> dict[str, str]:
+    """``--role NAME=evaluation|training`` values as a mapping; a bad one is a ConfigError."""
+    out: dict[str, str] = {}
+    for item in roles or []:
+        name, sep, value = item.partition("=")
+        if not sep or value not in set(Role):
+            raise ConfigError(
+                f"--role {item!r} is not NAME=evaluation or NAME=training; "
+                "write e.g. --role toxicchat=evaluation"
+            )
+        out[name] = value
+    return out
+
+
+def fmt_count(value: Any) -> str:
+    """A table cell for a count: thousands separated, empty for None."""
+    return "" if value is None else f"{value:,}"
+
+
+def fmt_pct(x: float | None) -> str:
+    """A share as a percentage with two decimals; ``n/a`` for None."""
+    return "n/a" if x is None else f"{100 * x:.2f}%"

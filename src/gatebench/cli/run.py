@@ -1,0 +1,295 @@
+"""``gatebench run|train|compare|diagnose|report``: evaluate a detector and read the results.
+
+The commands are plain functions; :mod:`gatebench.cli` registers them on the app.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from gatebench.cli.options import (
+    AsJson,
+    Caps,
+    DataDir,
+    Embedded,
+    Roles,
+    Seed,
+    SkipMissing,
+    Sources,
+    console,
+    fail,
+    fmt_pct,
+    parse_caps,
+    parse_roles,
+)
+from gatebench.errors import GatebenchError
+
+__all__ = ["compare", "diagnose", "report", "run", "train"]
+
+
+def run(
+    detector: Annotated[
+        str | None, typer.Option("--detector", "-d", help="Registered detector.")
+    ] = None,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", help="Detector parameter KEY=JSON_VALUE.")
+    ] = None,
+    sources: Sources = None,
+    caps: Caps = None,
+    roles: Roles = None,
+    embedded: Embedded = None,
+    skip_missing: SkipMissing = False,
+    data_dir: DataDir = None,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="A trace folder from `trace build --out`.")
+    ] = None,
+    fpr: Annotated[
+        float | None, typer.Option("--fpr", help="τ: FPR cap of the headline point.")
+    ] = None,
+    seed: Seed = None,
+    folds: Annotated[int | None, typer.Option("--folds", help="K for both CV passes.")] = None,
+    bootstrap: Annotated[
+        int | None, typer.Option("--bootstrap", help="Bootstrap resamples B.")
+    ] = None,
+    no_sgk: Annotated[
+        bool, typer.Option("--no-sgk", help="Skip the grouped leakage pass.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Run directory (resumes if it exists).")
+    ] = None,
+    backend: Annotated[
+        str | None, typer.Option("--backend", help="local, sequential or dask.")
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option("--scheduler", help="dask scheduler tcp://HOST:PORT.")
+    ] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", help="Local worker processes.")] = None,
+    config: Annotated[
+        Path | None,
+        # Help texts are rich markup: unescaped, "[run]" would be read as a tag and vanish.
+        typer.Option("--config", help=r"TOML file with a \[run] table."),
+    ] = None,
+    diagnostics: Annotated[
+        str | None,
+        typer.Option("--diagnostics", help="Diagnostics tier: none, cheap (default) or all."),
+    ] = None,
+) -> None:
+    """Evaluate a detector: both CV passes, operating point, metrics with CIs."""
+    from gatebench import api
+    from gatebench.config import load_config
+    from gatebench.progress import RichProgress
+
+    try:
+        cfg = load_config(
+            config,
+            detector=detector,
+            detector_params=_parse_params(param),
+            sources=tuple(sources) if sources else None,
+            caps=parse_caps(caps) or None,
+            roles=parse_roles(roles) or None,
+            embedded=embedded,
+            skip_missing=skip_missing or None,
+            data_dir=data_dir,
+            trace_dir=trace,
+            fpr=fpr,
+            seed=seed,
+            folds=folds,
+            bootstrap=bootstrap,
+            out=out,
+            backend=backend,
+            scheduler=scheduler,
+            n_jobs=jobs,
+            passes=("strat",) if no_sgk else None,
+            diagnostics=diagnostics,
+        )
+        with RichProgress() as progress:
+            run_dir = api.evaluate(cfg, progress=progress)
+    except GatebenchError as exc:
+        fail(exc)
+    _print_result(run_dir)
+    _render(run_dir, None)
+
+
+def _parse_params(params: list[str] | None) -> dict[str, Any] | None:
+    from gatebench.errors import ConfigError
+
+    out: dict[str, Any] = {}
+    for item in params or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--param {item!r} is not KEY=VALUE; write e.g. --param C=2.0")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out or None
+
+
+def _print_result(run_dir: Path) -> None:
+    from gatebench.artifacts import read_result
+
+    result = read_result(run_dir)
+    op = result["operating_point"]
+    console.print(f"[bold]run directory[/] {run_dir}")
+    console.print(
+        f"operating point θ_op = {op['threshold']:.4f} (max F1 s.t. pooled FPR ≤ "
+        f"{fmt_pct(op['target_fpr'])}; achieved FPR {fmt_pct(op['fpr'])})"
+    )
+    trace = result["trace"]
+    scored = (trace.get("roles") or {}).get("evaluation", {}).get("prompts", trace["n_prompts"])
+    table = Table(title=f"headline ({scored:,} scored prompts, 95% CI)")
+    for col in ("point", "aggregate", "F1", "precision", "recall", "FPR"):
+        table.add_column(col)
+    for name in ("headline", "natural"):
+        m = result["metrics"][name]
+        ci = m["micro"]["ci"]
+        cells = [
+            f"{fmt_pct(m['micro'][k])} [{fmt_pct(ci[k]['low'])}, {fmt_pct(ci[k]['high'])}]"
+            for k in ("f1", "precision", "recall", "fpr")
+        ]
+        table.add_row(f"{name} θ={m['threshold']:.3f}", "micro", *cells)
+        mci = m["macro"]["ci"]["f1"]
+        table.add_row(
+            "",
+            "macro",
+            f"{fmt_pct(m['macro']['f1'])} [{fmt_pct(mci['low'])}, {fmt_pct(mci['high'])}]",
+            fmt_pct(m["macro"]["precision"]),
+            fmt_pct(m["macro"]["recall"]),
+            fmt_pct(m["macro"]["fpr"]),
+        )
+    console.print(table)
+    leak = result.get("leakage") or {}
+    if leak:
+        console.print(
+            f"leakage premium ΔF1 (strat − grouped) at the headline point: "
+            f"{100 * leak['delta_f1_headline']:+.2f} pp"
+        )
+    console.print(f"groups: {result['groups'].get('note', '')}", soft_wrap=True, highlight=False)
+
+
+def train(
+    model_dir: Annotated[Path, typer.Argument(help="Where to write the model directory.")],
+    detector: Annotated[
+        str | None, typer.Option("--detector", "-d", help="Registered detector.")
+    ] = None,
+    run_dir: Annotated[
+        Path | None, typer.Option("--run", help="Take the operating point from this run.")
+    ] = None,
+    sources: Sources = None,
+    caps: Caps = None,
+    roles: Roles = None,
+    data_dir: DataDir = None,
+    fpr: Annotated[float | None, typer.Option("--fpr", help="τ when a run is made first.")] = None,
+    seed: Seed = None,
+    holdout: Annotated[
+        float,
+        typer.Option(
+            "--holdout",
+            help="Keep this share of prompts out of the fit and write them to "
+            "MODEL_DIR/holdout.jsonl (unseen texts for `bench latency`).",
+        ),
+    ] = 0.0,
+) -> None:
+    """Fit on the whole trace and write a model directory with its operating point."""
+    from gatebench import api
+    from gatebench.config import load_config
+
+    try:
+        cfg = load_config(
+            None,
+            detector=detector,
+            sources=tuple(sources) if sources else None,
+            caps=parse_caps(caps) or None,
+            roles=parse_roles(roles) or None,
+            data_dir=data_dir,
+            fpr=fpr,
+            seed=seed,
+        )
+        out = api.train(cfg, model_dir, run_dir=run_dir, holdout=holdout)
+    except GatebenchError as exc:
+        fail(exc)
+    console.print(f"model directory written: {out}")
+
+
+def compare(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories on the same trace.")],
+    published: Annotated[
+        Path | None,
+        typer.Option("--published", help="competitors.csv (default: $GATEBENCH_PUBLISHED)."),
+    ] = None,
+    reference: Annotated[int, typer.Option("--reference", help="Index of the reference run.")] = 0,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Paired bootstrap resamples.")
+    ] = 2000,
+) -> None:
+    """Several runs of one trace in one leaderboard, with paired CIs of the difference."""
+    from gatebench.compare import compare_runs, format_compare
+
+    try:
+        res = compare_runs(
+            run_dirs, reference=reference, published=published, n_resamples=bootstrap
+        )
+    except GatebenchError as exc:
+        fail(exc)
+    # markup=False: rich would read "[low, high]" intervals as markup tags.
+    console.print(format_compare(res), markup=False, highlight=False, soft_wrap=True)
+
+
+_STATUS_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red", "NOT_APPLICABLE": "dim"}
+
+
+def diagnose(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory from `gatebench run`.")],
+    as_json: AsJson = False,
+    reasons: Annotated[bool, typer.Option("--reasons", help="Add each check's reason.")] = False,
+) -> None:
+    """The diagnostics recorded in RUN_DIR/result.json: one row per check."""
+    from gatebench.artifacts import read_result
+    from gatebench.diagnostics.report import diagnose_rows
+
+    try:
+        rows = diagnose_rows(read_result(run_dir))
+    except GatebenchError as exc:
+        fail(exc)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    if not rows:
+        console.print("no diagnostics recorded (the run used --diagnostics none)")
+        return
+    table = Table(title=f"diagnostics: {run_dir.name}")
+    columns = ["check", "tier", "status", "statistic", "criterion"]
+    columns += ["reason"] if reasons else []
+    for col in columns:
+        table.add_column(col, overflow="fold", no_wrap=col in ("check", "status"))
+    for r in rows:
+        style = _STATUS_STYLE.get(r["status"], "")
+        cells = [r["name"], r["tier"], f"[{style}]{r['status']}[/]", r["statistic"], r["criterion"]]
+        table.add_row(*cells, *([r["reason"]] if reasons else []))
+    console.print(table)
+
+
+def _render(run_dir: Path, out: Path | None) -> None:
+    from gatebench.report import report_command
+
+    try:
+        html = report_command(run_dir, out)
+    except GatebenchError as exc:
+        fail(exc)
+    console.print(f"report: {html}")
+
+
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory from `gatebench run`.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", help="HTML path (default RUN_DIR/report.html).")
+    ] = None,
+) -> None:
+    """Render the self-contained HTML report (and result.md, figures) from a run directory."""
+    _render(run_dir, out)
