@@ -27,6 +27,7 @@ from gatebench.artifacts import read_json
 from gatebench.data import get_loader
 from gatebench.detectors import DetectorSpec
 from gatebench.diagnostics import DiagnosticContext, build_context, run_diagnostics
+from gatebench.parallel import Executor
 from gatebench.trace import load_trace
 
 
@@ -47,8 +48,7 @@ def context_from_run(run_dir: Path, *, cache_root: Path, n_jobs: int | None) -> 
         passes=tuple(cfg["passes"]),
         primary_metrics=primary,
         n_resamples=1000,
-        backend=cfg["backend"],
-        n_jobs=n_jobs,
+        executor=Executor(cfg["backend"], n_jobs),
         checkpoint_dir=run_dir / "checkpoints",
         trace_id=trace.trace_id,
     )

@@ -59,14 +59,14 @@ BATCH_ROWS = 5_000
 
 def _child_cluster(input_path: str, out_dir: str, backend: str) -> None:
     from gatebench.bulk import audit_file
+    from gatebench.parallel import Executor
 
     summary = audit_file(
         None,
         Path(input_path),
         Path(out_dir),
         batch_rows=BATCH_ROWS,
-        backend=backend,
-        jobs=2 if backend == "dask" else None,
+        executor=Executor(backend, 2 if backend == "dask" else None),
     )
     c = summary["clustering"]
     print(
@@ -108,18 +108,16 @@ def _child_bootstrap(rows: int, backend: str, resamples: int) -> None:
     else:
         from distributed import LocalCluster
 
-        from gatebench.parallel import run_tasks
+        from gatebench.parallel import Executor
 
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
         startup = time.perf_counter() - t0
         try:
             parts = list(
-                run_tasks(
+                Executor("dask", scheduler=cluster.scheduler_address).map(
                     _bootstrap_part,
                     [child_seed(0, "bootstrap", i) for i in range(2)],
                     shared={"y": y, "s": s, "src": src, "resamples": resamples // 2},
-                    backend="dask",
-                    scheduler=cluster.scheduler_address,
                 )
             )
         finally:

@@ -130,7 +130,7 @@ def test_model_free_json_result_is_refused_by_read_result(tmp_path: Path) -> Non
     from gatebench.errors import SchemaError
 
     (tmp_path / "result.json").write_text(json.dumps({"schema_version": "1.0", "trace": {}}))
-    with pytest.raises(SchemaError, match="lacks detector, operating_point, metrics, by_source"):
+    with pytest.raises(SchemaError, match="lacks detector, operating_point, metrics, by_source, "):
         read_result(tmp_path)
 
 

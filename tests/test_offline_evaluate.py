@@ -54,26 +54,27 @@ def offline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def test_result_validates_and_metrics_are_probabilities(offline: tuple[Path, Path]) -> None:
     run_dir, _ = offline
     result = read_result(run_dir)
-    assert result["trace"]["n_prompts"] == N_PROMPTS
-    assert result["trace"]["labels"] == {"attack": 30, "benign": 30}
-    assert [r["source"] for r in result["by_source"]] == [SOURCE]
+    assert result.trace.n_prompts == N_PROMPTS
+    assert result.trace.labels == {"attack": 30, "benign": 30}
+    assert [r.source for r in result.by_source] == [SOURCE]
     for point in ("headline", "natural"):
-        micro = result["metrics"][point]["micro"]
+        micro = result.metrics[point].micro
         for key in ("f1", "precision", "recall", "fpr"):
-            assert 0.0 <= micro[key] <= 1.0, (point, key, micro[key])
-            ci = micro["ci"][key]
-            assert 0.0 <= ci["low"] <= micro[key] <= ci["high"] <= 1.0, (point, key, ci)
+            value = micro.get(key)
+            assert 0.0 <= value <= 1.0, (point, key, value)
+            ci = micro.ci[key]
+            assert ci.low is not None and ci.high is not None
+            assert 0.0 <= ci.low <= value <= ci.high <= 1.0, (point, key, ci)
     # Distinct attack and benign phrasing: a TF-IDF model must beat chance on held-out folds.
-    assert result["metrics"]["natural"]["micro"]["f1"] > 0.5
-    threshold = result["operating_point"]["threshold"]
-    assert 0.0 <= threshold <= 1.0
-    statuses = {d["name"]: d["status"] for d in result["diagnostics"]}
+    assert (result.metrics["natural"].micro.f1 or 0.0) > 0.5
+    assert 0.0 <= result.operating_point.threshold <= 1.0
+    statuses = {d.name: d.status for d in result.diagnostics}
     assert {"leakage_premium", "length_bias", "adversarial_validation"} <= set(statuses)
     assert set(statuses.values()) <= {"PASS", "WARN", "FAIL", "NOT_APPLICABLE"}
     # A check that crashed is reported as WARN with statistic "error": none may crash here.
-    assert not [d["name"] for d in result["diagnostics"] if d["statistic"] == "error"]
+    assert not [d.name for d in result.diagnostics if d.statistic == "error"]
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["trace"]["trace_id"] == result["trace"]["trace_id"]
+    assert manifest["trace"]["trace_id"] == result.trace.trace_id
 
 
 def test_oof_has_one_row_per_prompt_and_pass(offline: tuple[Path, Path]) -> None:

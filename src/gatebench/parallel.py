@@ -62,7 +62,7 @@ class Executor:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ConfigError(
-                f"backend={self.backend!r} is unknown; choose one of {', '.join(BACKENDS)}"
+                f"--backend {self.backend!r} is unknown; choose one of {', '.join(BACKENDS)}"
             )
         if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or self.n_jobs < 1):
             raise ConfigError(f"--jobs {self.n_jobs!r} is invalid; use a positive number")

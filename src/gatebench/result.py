@@ -301,18 +301,66 @@ class EvaluationResult(Measurements):
         try:
             return cls.model_validate(payload)
         except ValidationError as exc:
-            raise SchemaError(_explain(path, version, exc)) from None
+            raise SchemaError(_explain(path, version, payload, exc)) from None
 
 
-def _explain(path: Path | str, version: str, exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+#: The sections a reader needs first, named first when several are missing.
+_CORE_SECTIONS = ("trace", "detector", "operating_point", "metrics", "by_source")
+_RERUN = "Re-run the evaluation: gatebench run --out DIR."
+
+
+def _explain(path: Path | str, version: str, payload: dict[str, Any], exc: ValidationError) -> str:
+    """One sentence that names the file, the section, what it holds, and the fix."""
+    errors = exc.errors()
+    fields = list(EvaluationResult.model_fields)
+    missing = [e["loc"][0] for e in errors if e["type"] == "missing" and len(e["loc"]) == 1]
+    if missing:
+        order = [*_CORE_SECTIONS, *(f for f in fields if f not in _CORE_SECTIONS)]
+        names = ", ".join(str(f) for f in order if f in missing)
+        return (
+            f"{path} lacks {names} (schema_version {version!r} but not a finished run's "
+            f"result). {_RERUN}"
+        )
+    first = errors[0]
+    top = str(first["loc"][0])
+    value = payload.get(top)
+    shown = json.dumps(value, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    lists = ("by_source", "diagnostics", "roc_per_fold")
+    want = "a JSON list of objects" if top in lists else "a JSON object"
+    shape_wrong = (len(first["loc"]) == 1) or (
+        isinstance(value, list) and len(first["loc"]) == 2 and not isinstance(first["input"], dict)
+    )
+    if shape_wrong and first["type"] not in ("missing",) and top in _SECTION_SHAPES:
+        return (
+            f"{path}: section {top!r} is {shown}, expected {want}; the file was edited or "
+            f"damaged. {_RERUN}"
+        )
+    where = ".".join(str(p) for p in first["loc"])
     got = json.dumps(first.get("input"), default=str)
     got = got if len(got) <= 60 else got[:57] + "..."
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return (
-        f"{path}: section {where!r} is {got}: {first['msg'].lower()}{more}; "
-        f"schema_version {version!r} but not the shape this gatebench writes — the file was "
-        "edited, damaged or is not a finished run's result. Re-run the evaluation: "
-        "gatebench run --out DIR."
+        f"{path}: {where} is {got}: {first['msg'].lower()}{more}; schema_version {version!r} "
+        f"but not the shape this gatebench writes (the file was edited or damaged). {_RERUN}"
     )
+
+
+#: Sections that are JSON objects or lists of objects, whose wrong shape is named as such.
+_SECTION_SHAPES = frozenset(
+    {
+        "trace",
+        "detector",
+        "config",
+        "operating_point",
+        "natural_point",
+        "metrics",
+        "by_source",
+        "passes",
+        "leakage",
+        "fold_thresholds",
+        "latency_ms",
+        "diagnostics",
+        "comparisons",
+    }
+)

@@ -12,9 +12,9 @@ import pytest
 from gatebench.compare import build_comparisons, compare_runs, format_compare
 from gatebench.compare.failures import failure_report
 from gatebench.compare.paired import paired_bootstrap
-from gatebench.rundata import load_run
 from gatebench.detectors.adapters._audit import AuditLedger, RowRecord
 from gatebench.errors import ConfigError
+from gatebench.rundata import load_run
 
 DS = "deepset-prompt-injections"
 

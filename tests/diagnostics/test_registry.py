@@ -16,6 +16,7 @@ from gatebench.diagnostics import (
     run_diagnostics,
 )
 from gatebench.errors import ConfigError
+from gatebench.result import DiagnosticRecord
 from gatebench.types import Status
 
 ISSUE_CHECKS = {
@@ -60,16 +61,16 @@ def test_cheap_tier_results_are_json_and_tabulate(clean_ctx: DiagnosticContext) 
     assert [r.name for r in results] == [c.name for c in checks_for("cheap")]
     assert run_diagnostics(clean_ctx, "none") == []
     payload = json.dumps([r.as_dict() for r in results], allow_nan=False)
-    back = json.loads(payload)
-    rows = diagnose_rows({"diagnostics": back})
+    back = [DiagnosticRecord.model_validate(d) for d in json.loads(payload)]
+    rows = diagnose_rows(back)
     assert [r["name"] for r in rows] == [r.name for r in results]
     assert all(r["status"] in {s.value for s in Status} for r in rows)
     assert all(r["criterion"] and r["statistic"] for r in rows)
     assert result_rows(results) == rows
-    worst_first = diagnose_rows({"diagnostics": back}, by_status=True)
+    worst_first = diagnose_rows(back, by_status=True)
     order = {"FAIL": 0, "WARN": 1, "PASS": 2, "NOT_APPLICABLE": 3}
     assert [order[r["status"]] for r in worst_first] == sorted(order[r["status"]] for r in rows)
-    assert diagnose_rows({"diagnostics": []}) == []
+    assert diagnose_rows([]) == []
 
 
 def test_a_crashing_check_is_reported_not_raised(

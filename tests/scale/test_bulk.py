@@ -13,13 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from gatebench import api
-from gatebench.parallel import Executor
 from gatebench.bulk import audit_file, score_file
 from gatebench.bulk.audit import lsh_params_for
 from gatebench.cli import app
 from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.errors import DataError
 from gatebench.modeldir import save_model
+from gatebench.parallel import Executor
 from gatebench.split import LSHParams, near_duplicate_clusters
 from gatebench.text import text_hash
 
@@ -204,7 +204,9 @@ def test_local_worker_processes_match_in_process(
 ) -> None:
     src = _write_parquet(tmp_path / "in.parquet", rows)
     score_file(model_dir, src, tmp_path / "one.parquet", batch_rows=30)
-    summary = score_file(model_dir, src, tmp_path / "two.parquet", batch_rows=30, jobs=2)
+    summary = score_file(
+        model_dir, src, tmp_path / "two.parquet", batch_rows=30, executor=Executor("local", 2)
+    )
     assert summary["workers"] == 2
     assert (tmp_path / "one.parquet").read_bytes() == (tmp_path / "two.parquet").read_bytes()
 

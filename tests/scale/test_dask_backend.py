@@ -16,8 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gatebench.cli import app
-from gatebench.parallel import Executor
 from gatebench.metrics.bootstrap import _CHUNK_CELLS, bootstrap_headline
+from gatebench.parallel import Executor
 
 distributed = pytest.importorskip("distributed")
 

@@ -189,9 +189,9 @@ def test_http_level_splits_stages() -> None:
 
 
 def test_report_prefers_http_latency(tmp_path: Path) -> None:
-    from gatebench.rundata import RunData
     from gatebench.report.figures._spec import Absent, Prepared
     from gatebench.report.figures.latency import LATENCY
+    from gatebench.rundata import RunData
 
     run = RunData(run_dir=tmp_path, result={})
     assert isinstance(LATENCY.extract(run), Absent)

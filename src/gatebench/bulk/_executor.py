@@ -20,12 +20,10 @@ from typing import Any, Protocol, TypeVar
 from gatebench.errors import ConfigError
 from gatebench.parallel import Executor as GatebenchExecutor
 
-__all__ = ["BULK_BACKENDS", "Pool", "gatebench_version", "open_pool"]
+__all__ = ["Pool", "gatebench_version", "open_pool"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-BULK_BACKENDS = ("local", "dask")
 
 
 class _Future(Protocol):

@@ -74,6 +74,7 @@ def score(
     """Score a large file in partitions; writes OUT and OUT.summary.json."""
     from gatebench.bulk import score_file
     from gatebench.bulk.io import summary_path
+    from gatebench.parallel import Executor
 
     try:
         summary = score_file(
@@ -83,9 +84,7 @@ def score(
             text_field=text_field,
             id_field=id_field,
             batch_rows=batch_rows,
-            backend=backend,
-            jobs=jobs,
-            scheduler=scheduler,
+            executor=Executor(backend, jobs, scheduler),
         )
     except GatebenchError as exc:
         fail(exc)
@@ -108,6 +107,7 @@ def audit(
     """Score a large file and cluster its near-duplicates (MinHash-LSH) with score spread."""
     from gatebench.bulk import audit_file
     from gatebench.config import RunConfig
+    from gatebench.parallel import Executor
 
     try:
         summary = audit_file(
@@ -117,9 +117,7 @@ def audit(
             text_field=text_field,
             id_field=id_field,
             batch_rows=batch_rows,
-            backend=backend,
-            jobs=jobs,
-            scheduler=scheduler,
+            executor=Executor(backend, jobs, scheduler),
             seed=RunConfig().seed if seed is None else seed,
         )
     except GatebenchError as exc:

@@ -109,7 +109,7 @@ def run(
             diagnostics=diagnostics,
         )
         with RichProgress() as progress:
-            run_dir = api.evaluate(cfg, progress=progress)
+            run_dir = api.evaluate(cfg, progress=progress, executor=cfg.executor())
     except GatebenchError as exc:
         fail(exc)
     _print_result(run_dir)
@@ -135,42 +135,42 @@ def _print_result(run_dir: Path) -> None:
     from gatebench.artifacts import read_result
 
     result = read_result(run_dir)
-    op = result["operating_point"]
+    op = result.operating_point
     console.print(f"[bold]run directory[/] {run_dir}")
     console.print(
-        f"operating point θ_op = {op['threshold']:.4f} (max F1 s.t. pooled FPR ≤ "
-        f"{fmt_pct(op['target_fpr'])}; achieved FPR {fmt_pct(op['fpr'])})"
+        f"operating point θ_op = {op.threshold:.4f} (max F1 s.t. pooled FPR ≤ "
+        f"{fmt_pct(op.target_fpr)}; achieved FPR {fmt_pct(op.fpr)})"
     )
-    trace = result["trace"]
-    scored = (trace.get("roles") or {}).get("evaluation", {}).get("prompts", trace["n_prompts"])
+    trace = result.trace
+    scored = trace.roles.get("evaluation", {}).get("prompts", trace.n_prompts)
     table = Table(title=f"headline ({scored:,} scored prompts, 95% CI)")
     for col in ("point", "aggregate", "F1", "precision", "recall", "FPR"):
         table.add_column(col)
     for name in ("headline", "natural"):
-        m = result["metrics"][name]
-        ci = m["micro"]["ci"]
+        m = result.metrics[name]
+        ci = m.micro.ci
         cells = [
-            f"{fmt_pct(m['micro'][k])} [{fmt_pct(ci[k]['low'])}, {fmt_pct(ci[k]['high'])}]"
+            f"{fmt_pct(m.micro.get(k))} [{fmt_pct(ci[k].low)}, {fmt_pct(ci[k].high)}]"
             for k in ("f1", "precision", "recall", "fpr")
         ]
-        table.add_row(f"{name} θ={m['threshold']:.3f}", "micro", *cells)
-        mci = m["macro"]["ci"]["f1"]
+        table.add_row(f"{name} θ={m.threshold:.3f}", "micro", *cells)
+        mci = m.macro.ci["f1"]
         table.add_row(
             "",
             "macro",
-            f"{fmt_pct(m['macro']['f1'])} [{fmt_pct(mci['low'])}, {fmt_pct(mci['high'])}]",
-            fmt_pct(m["macro"]["precision"]),
-            fmt_pct(m["macro"]["recall"]),
-            fmt_pct(m["macro"]["fpr"]),
+            f"{fmt_pct(m.macro.f1)} [{fmt_pct(mci.low)}, {fmt_pct(mci.high)}]",
+            fmt_pct(m.macro.get("precision")),
+            fmt_pct(m.macro.get("recall")),
+            fmt_pct(m.macro.fpr),
         )
     console.print(table)
-    leak = result.get("leakage") or {}
-    if leak:
+    delta = result.leakage.delta_f1_headline
+    if delta is not None:
         console.print(
-            f"leakage premium ΔF1 (strat − grouped) at the headline point: "
-            f"{100 * leak['delta_f1_headline']:+.2f} pp"
+            f"leakage premium ΔF1 (strat − grouped) at the headline point: {100 * delta:+.2f} pp"
         )
-    console.print(f"groups: {result['groups'].get('note', '')}", soft_wrap=True, highlight=False)
+    note = result.groups.get("note", "")
+    console.print(f"groups: {note}", soft_wrap=True, highlight=False)
 
 
 def train(
@@ -254,7 +254,7 @@ def diagnose(
     from gatebench.diagnostics.report import diagnose_rows
 
     try:
-        rows = diagnose_rows(read_result(run_dir))
+        rows = diagnose_rows(read_result(run_dir).diagnostics)
     except GatebenchError as exc:
         fail(exc)
     if as_json:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gatebench.diagnostics._base import DiagnosticResult
+from gatebench.result import DiagnosticRecord
 
 __all__ = ["COLUMNS", "diagnose_rows", "result_rows"]
 
@@ -14,25 +15,27 @@ COLUMNS = ("name", "tier", "status", "statistic", "criterion", "reason")
 _ORDER = {"FAIL": 0, "WARN": 1, "PASS": 2, "NOT_APPLICABLE": 3}
 
 
-def _row(d: dict[str, Any]) -> dict[str, Any]:
+def _row(d: DiagnosticRecord) -> dict[str, Any]:
     return {
-        "name": str(d.get("name", "")),
-        "tier": str(d.get("tier", "")),
-        "status": str(d.get("status", "")),
-        "statistic": str(d.get("statistic", "")),
-        "criterion": str(d.get("criterion", "")),
-        "reason": str(d.get("reason", "")),
-        "seconds": d.get("seconds"),
+        "name": d.name,
+        "tier": d.tier,
+        "status": d.status,
+        "statistic": d.statistic,
+        "criterion": d.criterion,
+        "reason": d.reason,
+        "seconds": d.seconds,
     }
 
 
-def diagnose_rows(result: dict[str, Any], *, by_status: bool = False) -> list[dict[str, Any]]:
+def diagnose_rows(
+    records: Iterable[DiagnosticRecord], *, by_status: bool = False
+) -> list[dict[str, Any]]:
     """One table row per diagnostic recorded in a run's ``result.json``.
 
     Parameters
     ----------
-    result : dict
-        The parsed ``result.json`` (``artifacts.read_result``).
+    records : iterable of DiagnosticRecord
+        ``EvaluationResult.diagnostics`` of a run (``artifacts.read_result``).
     by_status : bool
         Sort FAIL, WARN, PASS, NOT_APPLICABLE (stable) instead of run order.
 
@@ -44,13 +47,13 @@ def diagnose_rows(result: dict[str, Any], *, by_status: bool = False) -> list[di
 
     Examples
     --------
-    >>> rows = diagnose_rows({"diagnostics": [{"name": "length_bias", "tier": "cheap",
-    ...     "status": "PASS", "statistic": "ρ +0.05", "criterion": "|ρ| ≤ 0.3",
-    ...     "reason": "overall ρ = +0.050", "seconds": 0.1}]})
+    >>> rows = diagnose_rows([DiagnosticRecord(name="length_bias", tier="cheap",
+    ...     status="PASS", statistic="ρ +0.05", criterion="|ρ| ≤ 0.3",
+    ...     reason="overall ρ = +0.050", seconds=0.1)])
     >>> rows[0]["name"], rows[0]["status"]
     ('length_bias', 'PASS')
     """
-    rows = [_row(d) for d in result.get("diagnostics") or []]
+    rows = [_row(d) for d in records]
     if by_status:
         rows.sort(key=lambda r: _ORDER.get(r["status"], 9))
     return rows
@@ -58,4 +61,4 @@ def diagnose_rows(result: dict[str, Any], *, by_status: bool = False) -> list[di
 
 def result_rows(results: Iterable[DiagnosticResult]) -> list[dict[str, Any]]:
     """The same rows from in-memory results (e.g. right after ``run_diagnostics``)."""
-    return diagnose_rows({"diagnostics": [r.as_dict() for r in results]})
+    return diagnose_rows(DiagnosticRecord.model_validate(r.as_dict()) for r in results)
