@@ -49,6 +49,6 @@ def test_unreachable_scheduler_names_the_address_and_the_fix() -> None:
     pytest.importorskip("distributed")
     executor = Executor("dask", scheduler="tcp://127.0.0.1:1")
     match = r"cannot reach the dask scheduler 'tcp://127.0.0.1:1'"
-    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
-        with pytest.raises(ConfigError, match=match), executor.client():
-            pass
+    quick = dask.config.set({"distributed.comm.timeouts.connect": "1s"})
+    with quick, pytest.raises(ConfigError, match=match), executor.client():
+        pass
