@@ -38,7 +38,7 @@ DEFAULT_MODEL = Path(".cache/gatebench/bench-gate-model")
 
 def _split(seed: int = 0, holdout: float = 0.2) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """The default trace split by prompt, as ``gatebench train --holdout``: (fit, held out, id)."""
-    from gatebench.api import split_holdout
+    from gatebench.holdout import split_holdout
     from gatebench.trace import TraceSpec, build_trace
 
     trace = build_trace(

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from gatebench import api
 from gatebench.cli import app
 from gatebench.data import DATASETS, get_loader
+from gatebench.data.catalog import list_sources
 from gatebench.detectors import DETECTORS, DetectorSpec, check_scores, make_detector
 from gatebench.diagnostics import DIAGNOSTICS, checks_for
 from gatebench.errors import ConfigError, PluginError
@@ -178,7 +178,7 @@ def test_plugin_loader_and_check_are_discovered_and_usable(site: Path, tmp_path:
         ("what time is it", 0),
     ]
     assert DATASETS.origin("tiny-source") == "gatebench-tinyplug"
-    row = {r["name"]: r for r in api.list_sources()}["tiny-source"]
+    row = {r["name"]: r for r in list_sources()}["tiny-source"]
     assert row["origin"] == "gatebench-tinyplug" and row["available"] is False
 
     assert "tiny_check" in [c.name for c in checks_for("cheap")]

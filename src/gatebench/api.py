@@ -1,4 +1,4 @@
-"""The whole pipeline, top to bottom: ``cli`` and ``serve`` call only this and the registries.
+"""The whole pipeline, top to bottom, as ``gatebench run`` and ``gatebench train`` run it.
 
 ``evaluate`` reads as the methodology does: trace, cross-validation, one operating point
 and every metric, diagnostics, the run's files. ``train`` fits the model that ships.
@@ -14,7 +14,6 @@ import numpy as np
 from gatebench import artifacts, cv, record, summary
 from gatebench.config import RunConfig, not_a_directory
 from gatebench.data import get_loader
-from gatebench.data.catalog import list_sources, show_source
 from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.detectors.adapters._audit import audit_dir
 from gatebench.errors import ConfigError, GatebenchError
@@ -32,9 +31,7 @@ __all__ = [
     "build_trace_from_options",
     "detect",
     "evaluate",
-    "list_sources",
     "served_model",
-    "show_source",
     "train",
 ]
 
@@ -50,7 +47,11 @@ def evaluate(
     detector = DetectorSpec(config.detector, dict(config.detector_params))
     make_detector(detector, seed=config.seed)  # a misspelt name fails before any work
     with progress.step("trace"):
-        trace = load_trace(config.trace_dir) if config.trace_dir else _build(config)
+        trace = (
+            load_trace(config.trace_dir)
+            if config.trace_dir
+            else _build(config, cache_dir=config.cache_dir)
+        )
     frame = trace.frame
     cv.check_two_classes(frame)  # before the run directory exists
     run_dir = config.out or artifacts.new_run_dir(config.runs_dir, trace.trace_id, detector.name)
@@ -108,7 +109,7 @@ def train(
             f"--run {run_dir} evaluated {result.detector.name!r}, not {config.detector!r}; "
             "pass a run of the same detector or omit --run"
         )
-    trace = _build(config)
+    trace = _build(config, cache_dir=config.cache_dir)
     if trace.trace_id != result.trace.trace_id:
         raise ConfigError(
             f"--run {run_dir} used trace {result.trace.trace_id[:12]}…, but these options "
@@ -141,19 +142,12 @@ def detect(model_dir: Path, texts: list[str]) -> list[dict[str, Any]]:
 def build_trace_from_options(*, out: Path | None = None, **options: Any) -> Trace:
     """Build the trace ``RunConfig(**options)`` describes; also write it to ``out``."""
     config = RunConfig(**{k: v for k, v in options.items() if v is not None})
-    trace = build_trace(_spec(config), data_dir=config.data_dir, cache_dir=None)
+    trace = _build(config, cache_dir=None)
     if out is not None:
         save_trace(trace, out)
     return trace
 
 
-def _build(config: RunConfig) -> Trace:
-    return build_trace(_spec(config), data_dir=config.data_dir, cache_dir=config.cache_dir)
-
-
-def _spec(config: RunConfig) -> TraceSpec:
-    return TraceSpec(
-        sources=config.sources, caps=config.caps, roles=dict(config.roles),
-        chunk_chars=config.chunk_chars, chunk_overlap=config.chunk_overlap, seed=config.seed,
-        skip_missing=config.skip_missing, embedded=config.embedded,
-    )  # fmt: skip
+def _build(config: RunConfig, *, cache_dir: Path | None) -> Trace:
+    spec = TraceSpec(**config.trace_options())
+    return build_trace(spec, data_dir=config.data_dir, cache_dir=cache_dir)

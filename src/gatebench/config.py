@@ -122,6 +122,11 @@ class RunConfig(BaseModel):
             raise ValueError(f"diagnostics is {v!r}; choose none, cheap or all")
         return v
 
+    def trace_options(self) -> dict[str, Any]:
+        """The :class:`~gatebench.trace.TraceSpec` options these settings give."""
+        names = ("sources", "caps", "roles", "chunk_chars", "chunk_overlap", "seed")
+        return {k: getattr(self, k) for k in (*names, "skip_missing", "embedded")}
+
     def executor(self) -> Executor:
         """The one :class:`~gatebench.parallel.Executor` these settings describe."""
         return Executor(self.backend, self.n_jobs, self.scheduler)

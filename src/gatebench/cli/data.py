@@ -38,10 +38,10 @@ def data_list(
     as_json: AsJson = False,
 ) -> None:
     """One row per registered source: role, family, rows by label, licence, availability."""
-    from gatebench import api
+    from gatebench.data import catalog
 
     try:
-        rows = api.list_sources(data_dir=data_dir)
+        rows = catalog.list_sources(data_dir=data_dir)
     except GatebenchError as exc:
         fail(exc)
     if as_json:
@@ -85,10 +85,10 @@ def data_list(
 @data_app.command("show")
 def data_show(name: str, data_dir: DataDir = None) -> None:
     """Everything about one source: its card, where its files are, sample rows."""
-    from gatebench import api
+    from gatebench.data import catalog
 
     try:
-        info = api.show_source(name, data_dir=data_dir)
+        info = catalog.show_source(name, data_dir=data_dir)
     except GatebenchError as exc:
         fail(exc)
     card = info["card"]
