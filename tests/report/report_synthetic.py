@@ -8,6 +8,7 @@ and comparisons in the layouts the report reads, so every figure has data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ import pandas as pd
 
 from gatebench import artifacts
 from gatebench.cv import FoldResult
-from gatebench.metrics import bootstrap_headline
-from gatebench.seeding import child_sequence
+from gatebench.result import EvaluationResult
+from gatebench.rundata import RunData
 from gatebench.summary import summarise
 
 # name, family, attacks, benign, primary metric
@@ -101,30 +102,6 @@ def _pass(
     prompts["fold"], prompts["score"], prompts["fold_threshold"] = fold, scores, theta
     prompts["train_score"] = np.nan
     return prompts, results
-
-
-def _macro_fpr_interval(numbers: dict[str, Any], head: pd.DataFrame) -> None:
-    """Give each point's macro mean its FPR interval when ``summarise`` left it out.
-
-    The interval comes from the very bootstrap call ``summarise`` makes (same
-    seed, thresholds and B), so the run matches one written by an engine that
-    stores it; where ``summarise`` already stores it, nothing changes.
-    """
-    metrics = numbers["metrics"]
-    points = [p for p in ("headline", "natural") if "fpr" not in metrics[p]["macro"]["ci"]]
-    if not points:
-        return
-    boot = bootstrap_headline(
-        head["label"].to_numpy(),
-        head["score"].to_numpy(),
-        head["source"].to_numpy(),
-        thresholds=[metrics["headline"]["threshold"], metrics["natural"]["threshold"]],
-        seed=child_sequence(SEED, "bootstrap", "headline"),
-        n_resamples=200,
-    )
-    for p in points:
-        ci = boot.at[metrics[p]["threshold"]]["macro_fpr"]
-        metrics[p]["macro"]["ci"]["fpr"] = ci.as_dict()
 
 
 def _diagnostics(rng: np.random.Generator) -> list[dict[str, Any]]:
@@ -289,7 +266,6 @@ def make_run_dir(root: Path, *, extras: bool, seed: int = 0) -> Path:
         seed=SEED,
         n_resamples=200,
     )
-    _macro_fpr_interval(numbers, strat)
     composition = [
         {"source": n, "family": f, "attack": a, "benign": b, "total": a + b}
         for n, f, a, b, _ in SOURCES
@@ -317,7 +293,7 @@ def make_run_dir(root: Path, *, extras: bool, seed: int = 0) -> Path:
     }
     run_dir = root / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
-    result = {
+    payload = {
         "schema_version": artifacts.SCHEMA_VERSION,
         "run_dir": run_dir.name,
         "trace": trace,
@@ -335,21 +311,23 @@ def make_run_dir(root: Path, *, extras: bool, seed: int = 0) -> Path:
             "degenerate": False,
             "note": "6 of 850 rows share a group with another row.",
         },
-        **numbers,
+        **numbers.model_dump(mode="json"),
         "diagnostics": _diagnostics(rng) if extras else [],
         "comparisons": {},
     }
+    # Validated here, so a layout the schema refuses fails where it was built.
+    result = EvaluationResult.from_json(payload)
     artifacts.write_oof(run_dir, prompts)
-    artifacts.write_json(run_dir / "result.json", result)
+    artifacts.write_json(run_dir / "result.json", result.to_json())
     if extras:
-        result["comparisons"] = _comparisons(run_dir)
-        artifacts.write_json(run_dir / "result.json", result)
+        result = result.model_copy(update={"comparisons": _comparisons(run_dir)})
+        artifacts.write_json(run_dir / "result.json", result.to_json())
     artifacts.write_json(
         run_dir / "manifest.json",
         {
             "schema_version": artifacts.SCHEMA_VERSION,
             "environment": artifacts.environment(),
-            "detector": result["detector"],
+            "detector": result.detector.model_dump(),
             "seeds": {"root": SEED, "derivation": "numpy SeedSequence(root, spawn_key=...)"},
         },
     )
@@ -363,3 +341,19 @@ def make_run_dir(root: Path, *, extras: bool, seed: int = 0) -> Path:
         },
     )
     return run_dir
+
+
+def edited(run: RunData, edit: Callable[[dict[str, Any]], None]) -> RunData:
+    """``run`` with ``edit`` applied to its ``result.json`` and the result validated again.
+
+    Tests reshape a result as a hand-edited or older file would be, so the
+    edit works on the JSON and the report reads what the schema accepts.
+    """
+    payload = run.result.to_json()
+    edit(payload)
+    return RunData(
+        run.run_dir,
+        EvaluationResult.from_json(payload),
+        manifest=run.manifest,
+        trace_info=run.trace_info,
+    )

@@ -3,7 +3,6 @@ the macro FPR with its interval, and captions that match what a check measures."
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from pathlib import Path
@@ -13,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from report_html import Element, parse
+from report_synthetic import edited
 from sklearn.metrics import confusion_matrix
 
 from gatebench.report import FIGURES, RunData, load_run, render_report
@@ -33,9 +33,10 @@ def _by_id(root: Element, ident: str) -> Element:
 
 
 def _renamed(run: RunData, detector: str) -> RunData:
-    result = copy.deepcopy(run.result)
-    result["detector"]["name"] = detector
-    return RunData(run.run_dir, result, manifest={}, trace_info=run.trace_info)
+    def rename(result: dict[str, Any]) -> None:
+        result["detector"]["name"] = detector
+
+    return edited(run, rename)
 
 
 # -- names ------------------------------------------------------------------------------
@@ -74,11 +75,8 @@ def test_names_follow_the_run_not_the_code(full_run: Path) -> None:
     for n in (16, 17, 18, 19, 20):
         assert "gate" in got[n].caption and "tfidf-lr" not in got[n].caption, n
         assert got[n].data["detector"] == "gate"
-    # Without result.json's detector the comparisons' label names it; with neither, neutral words.
-    rest = {k: v for k, v in run.result.items() if k != "detector"}
-    assert RunData(run.run_dir, rest).detector == "tfidf-lr (run)"
-    rest.pop("comparisons")
-    assert RunData(run.run_dir, rest).detector == "this detector"
+    # A blank name in result.json gives neutral words, never another system's name.
+    assert _renamed(run, " ").detector == "this detector"
 
 
 # -- leaderboard ------------------------------------------------------------------------
@@ -112,11 +110,11 @@ def test_undefined_leaderboard_metrics_read_na(full_run: Path, full_report: Path
 
 
 def test_undefined_rule_does_not_hide_values_of_runs_without_counts(full_run: Path) -> None:
-    run = load_run(full_run)
-    result = copy.deepcopy(run.result)
-    for r in result["by_source"]:
-        r.pop("n_pos"), r.pop("n_neg")
-    rows = {r["source"]: r for r in leaderboard_rows(RunData(run.run_dir, result))[0]}
+    def drop_counts(result: dict[str, Any]) -> None:
+        for r in result["by_source"]:
+            r.pop("n_pos"), r.pop("n_neg")
+
+    rows = {r["source"]: r for r in leaderboard_rows(edited(load_run(full_run), drop_counts))[0]}
     assert rows["xstest"]["precision"] != "n/a"
 
 
@@ -191,12 +189,16 @@ def test_macro_fpr_names_the_small_source_driving_it(full_run: Path) -> None:
         {"source": "attacks", "n_pos": 300, "n_neg": 0, "fpr": None},
     ]
     mean = (0.01 + 0.5 + 0.02) / 3
-    ci_stored = {"low": 0.05, "high": 0.3, "estimate": mean}
-    result = {
-        "metrics": {"headline": {"macro": {"fpr": mean, "ci": {"fpr": ci_stored}}}},
-        "by_source": sources,
-    }
-    got = macro_fpr(RunData(full_run, result))
+
+    def hand_case(result: dict[str, Any]) -> None:
+        macro = result["metrics"]["headline"]["macro"]
+        macro["fpr"] = mean
+        macro["ci"]["fpr"].update(low=0.05, high=0.3, estimate=mean)
+        result["by_source"] = [
+            {**s, "n": s["n_pos"] + s["n_neg"], "primary_metric": "f1"} for s in sources
+        ]
+
+    got = macro_fpr(edited(load_run(full_run), hand_case))
     assert got is not None
     assert (got["text"], got["ci"], got["n_sources"]) == ("17.67%", "[5.00, 30.00]", 3)
     assert got["drivers"] == [

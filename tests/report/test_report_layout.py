@@ -7,15 +7,15 @@ inside the figure, no legend on top of data, no subscript spelled with ``_``.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
 from figure_layout import clipped_points, draw, legends_over_data, problems
 from matplotlib.figure import Figure
+from report_synthetic import edited
 
-from gatebench.report import FIGURES, RunData, load_run
+from gatebench.report import FIGURES, load_run
 from gatebench.report.figures import Prepared, prepare
 from gatebench.report.figures._competitors import published_ranking
 from gatebench.report.figures._style import style
@@ -77,12 +77,13 @@ def test_adversarial_folds_are_grouped_by_pass(prepared: dict[str, dict[int, Pre
 
 def test_adversarial_reads_labelled_folds_without_by_fold(full_run: Path) -> None:
     """Older layout: only the figure's ``"<pass> <fold>"`` labels; still grouped by pass."""
-    run = load_run(full_run)
-    result = copy.deepcopy(run.result)
-    for d in result["diagnostics"]:
-        if d["name"] == "adversarial_validation":
-            d["statistics"].pop("by_fold")
-    got = BY_NUMBER[2].extract(RunData(run.run_dir, result))
+
+    def drop_by_fold(result: dict[str, Any]) -> None:
+        for d in result["diagnostics"]:
+            if d["name"] == "adversarial_validation":
+                d["statistics"].pop("by_fold")
+
+    got = BY_NUMBER[2].extract(edited(load_run(full_run), drop_by_fold))
     assert isinstance(got, Prepared)
     assert [(g["pass"], g["folds"]) for g in got.data["groups"]] == [
         ("strat", ["0", "1", "2", "3", "4"]),
@@ -93,13 +94,15 @@ def test_adversarial_reads_labelled_folds_without_by_fold(full_run: Path) -> Non
 def test_benign_fpr_draws_each_system_once(full_run: Path) -> None:
     """Two sources publish protectai-v2 on notinject: one bar, its best value, either schema."""
     run = load_run(full_run)
-    row = next(r for r in run.result["comparisons"]["leaderboard"] if r["dataset"] == "notinject")
+    row = next(r for r in run.comparison("leaderboard") if r["dataset"] == "notinject")
     assert [c["system"] for c in row["competitors"]].count("protectai-v2") == 2
-    old = copy.deepcopy(run.result)
-    for r in old["comparisons"]["leaderboard"]:
-        r.pop("ranking")  # as written before the leaderboard stored its ranking
-    for result in (run.result, old):
-        got = BY_NUMBER[18].extract(RunData(run.run_dir, result))
+
+    def drop_ranking(result: dict[str, Any]) -> None:
+        for r in result["comparisons"]["leaderboard"]:
+            r.pop("ranking")  # as written before the leaderboard stored its ranking
+
+    for either in (run, edited(run, drop_ranking)):
+        got = BY_NUMBER[18].extract(either)
         assert isinstance(got, Prepared)
         systems = [r["system"] for r in got.data["panels"][0]["rows"]]
         assert len(systems) == len(set(systems)), systems

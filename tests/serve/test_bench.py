@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from gatebench.cli import app
 from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.modeldir import save_model
+from gatebench.result import SCHEMA_VERSION, EvaluationResult
 from gatebench.serve import ServedModel, ServeSettings
 from gatebench.serve.bench import (
     SCHEMA,
@@ -188,12 +189,32 @@ def test_http_level_splits_stages() -> None:
     assert stages["deferred"]["stage_model_ms"]["p50"] == pytest.approx(2.0)
 
 
+def _result_without_latency(run_dir: Path) -> EvaluationResult:
+    """The smallest valid ``result.json`` of a run whose latency was not measured in process."""
+    point = {"threshold": 0.5, "rule": "max F1 s.t. pooled FPR <= tau"}
+    return EvaluationResult.from_json(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "run_dir": str(run_dir),
+            "trace": {"trace_id": "0" * 64, "n_prompts": 0, "n_rows": 0, "labels": {}},
+            "detector": {"name": "tfidf-lr"},
+            "config": {"fpr": 0.01, "seed": 0, "folds": 5, "bootstrap": 0, "passes": ["strat"]},
+            "operating_point": point,
+            "natural_point": point,
+            "fold_median_threshold": 0.5,
+            "metrics": {"headline": {"threshold": 0.5, "micro": {}, "macro": {}}},
+            "by_source": [],
+            "passes": {},
+        }
+    )
+
+
 def test_report_prefers_http_latency(tmp_path: Path) -> None:
     from gatebench.report.figures._spec import Absent, Prepared
     from gatebench.report.figures.latency import LATENCY
     from gatebench.rundata import RunData
 
-    run = RunData(run_dir=tmp_path, result={})
+    run = RunData(run_dir=tmp_path, result=_result_without_latency(tmp_path))
     assert isinstance(LATENCY.extract(run), Absent)
     level = {
         "concurrency": 1,

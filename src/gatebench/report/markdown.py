@@ -52,10 +52,9 @@ def render_result_md(
     env.filters["cell"] = _cell
     diagnostics = tables.diagnostics_rows(run)
     leaderboard, has_comparisons = tables.leaderboard_rows(run)
-    op = run.result.get("operating_point") or {}
     return env.get_template("result.md.j2").render(
         h=tables.header(run),
-        op=op,
+        op=run.result.operating_point,
         headline=tables.headline_rows(run),
         auc=tables.auc_row(run),
         leaderboard=leaderboard,

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 from gatebench.metrics.bootstrap import SMALL_N
-from gatebench.report.figures._common import as_records
 from gatebench.report.fmt import ci, count, is_num, num, pct, signed_pp
 from gatebench.report.tables import defined
 from gatebench.rundata import RunData
@@ -27,17 +26,16 @@ _SHOWN = ("FAIL", "WARN")
 
 
 def _headline(run: RunData) -> dict[str, str]:
-    head = (run.result.get("metrics") or {}).get("headline") or {}
-    micro = head.get("micro") or {}
-    cis = micro.get("ci") or {}
-    f1_ci = cis.get("f1") or {}
+    head = run.result.headline
+    micro = head.micro
+    f1_ci = micro.ci.get("f1")
     return {
-        "f1": pct(micro.get("f1")),
-        "f1_ci": ci(f1_ci.get("low"), f1_ci.get("high")) if f1_ci else "",
-        "fpr": pct(micro.get("fpr"), 2),
-        "recall": pct(micro.get("recall")),
-        "threshold": num(head.get("threshold"), 4),
-        "target_fpr": pct((run.result.get("config") or {}).get("fpr"), 2),
+        "f1": pct(micro.f1),
+        "f1_ci": ci(f1_ci.low, f1_ci.high) if f1_ci is not None else "",
+        "fpr": pct(micro.fpr, 2),
+        "recall": pct(micro.recall),
+        "threshold": num(head.threshold, 4),
+        "target_fpr": pct(run.result.config.fpr, 2),
     }
 
 
@@ -48,49 +46,50 @@ def macro_fpr(run: RunData) -> dict[str, Any] | None:
     above the mean; its share is the points it adds to the mean (its FPR over
     the number of sources averaged). None when the run stores no macro FPR.
     """
-    macro = ((run.result.get("metrics") or {}).get("headline") or {}).get("macro") or {}
-    value = macro.get("fpr")
+    macro = run.result.headline.macro
+    value = macro.fpr
     if not is_num(value):
         return None
-    interval = (macro.get("ci") or {}).get("fpr") or {}
+    interval = macro.ci.get("fpr")
+    low, high = (interval.low, interval.high) if interval is not None else (None, None)
+    # Per-source FPR and benign counts are extra columns of the run's per-source table.
     averaged = [
-        r
-        for r in as_records(run.result.get("by_source"))
-        if defined("fpr", r) and is_num(r.get("fpr"))
+        (r.source, fpr, r.get("n_neg"))
+        for r in run.result.by_source
+        if defined("fpr", r) and is_num(fpr := r.get("fpr"))
     ]
     drivers = sorted(
         (
-            r
-            for r in averaged
-            if is_num(r.get("n_neg")) and r["n_neg"] < SMALL_N and r["fpr"] > value
+            (source, fpr, n_neg)
+            for source, fpr, n_neg in averaged
+            if is_num(n_neg) and n_neg < SMALL_N and fpr > value
         ),
-        key=lambda r: -r["fpr"],
+        key=lambda d: -d[1],
     )
     return {
         "value": value,
         "text": pct(value, 2),
-        "low": interval.get("low"),
-        "high": interval.get("high"),
-        "ci": ci(interval.get("low"), interval.get("high"), 2),
+        "low": low,
+        "high": high,
+        "ci": ci(low, high, 2),
         "n_sources": len(averaged),
         "small": SMALL_N,
         "drivers": [
             {
-                "source": str(r.get("source")),
-                "fpr": pct(r["fpr"], 2),
-                "n_neg": count(r["n_neg"]),
-                "share": f"{100 * r['fpr'] / len(averaged):.2f} pp",
+                "source": source,
+                "fpr": pct(fpr, 2),
+                "n_neg": count(n_neg),
+                "share": f"{100 * fpr / len(averaged):.2f} pp",
             }
-            for r in drivers
+            for source, fpr, n_neg in drivers
         ],
     }
 
 
 def _lodo_gap(run: RunData) -> str:
-    for d in as_records(run.result.get("diagnostics")):
-        if d.get("name") == "lodo":
-            gap = (d.get("statistics") or {}).get("gap")
-            macro = (d.get("statistics") or {}).get("macro_mean")
+    for d in run.result.diagnostics:
+        if d.name == "lodo":
+            gap, macro = d.statistics.get("gap"), d.statistics.get("macro_mean")
             if is_num(gap) and is_num(macro):
                 return f"LODO macro {num(macro)}, {num(gap)} below the in-distribution macro"
     return ""
@@ -100,18 +99,17 @@ def executive_summary(run: RunData) -> dict[str, Any]:
     """Headline, non-passing checks, leakage premium, LODO gap and small-n sources."""
     checks = [
         {
-            "name": str(d.get("name", "")),
-            "status": str(d.get("status", "")).upper(),
-            "text": str(d.get("statistic") or d.get("reason") or ""),
+            "name": d.name,
+            "status": d.status.upper(),
+            "text": d.statistic or d.reason,
         }
-        for d in as_records(run.result.get("diagnostics"))
-        if str(d.get("status", "")).upper() in _SHOWN
+        for d in run.result.diagnostics
+        if d.status.upper() in _SHOWN
     ]
     checks.sort(key=lambda c: (_SHOWN.index(c["status"]), c["name"]))
-    leakage = (run.result.get("leakage") or {}).get("delta_f1_headline")
-    small = [
-        str(r.get("source")) for r in as_records(run.result.get("by_source")) if r.get("small_n")
-    ]
+    # None without a grouped pass.
+    leakage = run.result.leakage.delta_f1_headline
+    small = [r.source for r in run.result.by_source if r.small_n]
     return {
         "headline": _headline(run),
         "macro_fpr": macro_fpr(run),

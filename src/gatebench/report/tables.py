@@ -11,8 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from gatebench.report.figures._common import PASS_NAMES, as_records, first, pass_order
+from gatebench.report.figures._common import PASS_NAMES, as_records, pass_order
 from gatebench.report.fmt import ci, count, is_num, num, pct, rate_digits, signed_pp
+from gatebench.result import MacroMetrics, MicroMetrics, SourceRow
 from gatebench.rundata import RunData
 
 __all__ = [
@@ -36,38 +37,37 @@ STATUS_ORDER = {"FAIL": 0, "WARN": 1, "PASS": 2, "NOT_APPLICABLE": 3}
 def header(run: RunData) -> dict[str, Any]:
     """Trace, detector, seed, versions and configuration for the report's header."""
     res, man = run.result, run.manifest
-    trace = res.get("trace") or {}
+    trace = res.trace
     env = man.get("environment") or {}
-    roles = trace.get("roles") or {}
-    evaluation, training = roles.get("evaluation") or {}, roles.get("training") or {}
-    comp = as_records(trace.get("composition"))
+    # Roles are written by the trace builder, one free-form record per role.
+    evaluation = trace.roles.get("evaluation") or {}
+    training = trace.roles.get("training") or {}
+    comp = trace.composition
     total = {k: sum(int(r.get(k) or 0) for r in comp) for k in ("attack", "benign", "total")}
-    detector = res.get("detector") or man.get("detector") or {}
-    params = detector.get("params") or {}
+    params = res.detector.params
     return {
-        "trace_id": trace.get("trace_id", ""),
-        "n_prompts": count(trace.get("n_prompts")),
-        "n_scored": count(evaluation.get("prompts") or trace.get("n_prompts")),
+        "trace_id": trace.trace_id,
+        "n_prompts": count(trace.n_prompts),
+        "n_scored": count(evaluation.get("prompts") or trace.n_prompts),
         "n_training": count(training.get("prompts")),
-        "n_rows": count(trace.get("n_rows")),
+        "n_rows": count(trace.n_rows),
         "composition": [{**r, **{k: count(r.get(k)) for k in total}} for r in comp],
         "composition_total": {k: count(v) for k, v in total.items()},
-        "skipped": trace.get("skipped_sources") or {},
+        "skipped": trace.skipped_sources,
         "training_sources": training.get("sources", []),
         "training_overlap": count(training.get("dropped_overlapping_evaluation")),
-        "detector": detector.get("name", "unknown"),
+        "detector": res.detector.name,
         "detector_params": json.dumps(params, sort_keys=True) if params else "defaults",
-        "seed": first(
-            res.get("config") or {}, "seed", default=(man.get("seeds") or {}).get("root")
-        ),
+        "seed": res.config.seed,
         "seed_derivation": (man.get("seeds") or {}).get("derivation", ""),
-        "config": res.get("config") or {},
+        # A mapping: the templates read each setting with `.get` and a default.
+        "config": res.config.model_dump(),
         "python": env.get("python", "not recorded"),
         "platform": env.get("platform", ""),
         "git_commit": env.get("git_commit") or "not recorded",
         "created": env.get("created", ""),
         "packages": {k: v or "not installed" for k, v in (env.get("packages") or {}).items()},
-        "run_dir": res.get("run_dir") or run.run_dir.name,
+        "run_dir": res.run_dir or run.run_dir.name,
     }
 
 
@@ -75,83 +75,80 @@ def operating_sentences(run: RunData) -> list[str]:
     """The operating points stated in words: threshold, target FPR, achieved FPR and counts."""
     res = run.result
     out = []
-    op = res.get("operating_point") or {}
-    if is_num(op.get("threshold")):
-        benign = (op.get("fp") or 0) + (op.get("tn") or 0)
-        feasible = (
-            ""
-            if op.get("feasible", True)
-            else (" No threshold met the cap, so the point blocks nothing (infeasible).")
-        )
-        out.append(
-            f"Headline operating point θ_op = {op['threshold']:.4f}: the threshold with the "
-            f"highest pooled F1 among those whose pooled FPR is at most the target "
-            f"τ = {pct(op.get('target_fpr'), 2)}, chosen once on the out-of-fold scores of the "
-            f"StratifiedKFold pass and applied unchanged to every source. Achieved FPR "
-            f"{pct(op.get('fpr'), 2)} ({count(op.get('fp'))} of {count(benign)} benign prompts "
-            f"flagged); recall {pct(op.get('recall'))}; F1 {pct(op.get('f1'))}.{feasible}"
-        )
-    nat = res.get("natural_point") or {}
-    if is_num(nat.get("threshold")):
-        out.append(
-            f"Natural point θ_F1 = {nat['threshold']:.4f}: the unconstrained F1 maximiser; "
-            f"FPR {pct(nat.get('fpr'), 2)}, recall {pct(nat.get('recall'))}, F1 "
-            f"{pct(nat.get('f1'))}."
-        )
-    med = res.get("fold_median_threshold")
-    if is_num(med):
-        out.append(
-            f"Median of the per-fold inner-valid thresholds θ̃ = {med:.4f} (the paper's §2.3 "
-            "canonical point; reported for stability, not used for the headline)."
-        )
-    leak = res.get("leakage") or {}
-    if is_num(leak.get("delta_f1_headline")):
+    # Both points and the fold median are always written, as finite numbers: a NaN
+    # is stored as null, which the schema refuses for a threshold.
+    op = res.operating_point
+    feasible = (
+        ""
+        if op.feasible
+        else " No threshold met the cap, so the point blocks nothing (infeasible)."
+    )
+    out.append(
+        f"Headline operating point θ_op = {op.threshold:.4f}: the threshold with the "
+        f"highest pooled F1 among those whose pooled FPR is at most the target "
+        f"τ = {pct(op.target_fpr, 2)}, chosen once on the out-of-fold scores of the "
+        f"StratifiedKFold pass and applied unchanged to every source. Achieved FPR "
+        f"{pct(op.fpr, 2)} ({count(op.fp)} of {count(op.fp + op.tn)} benign prompts "
+        f"flagged); recall {pct(op.recall)}; F1 {pct(op.f1)}.{feasible}"
+    )
+    nat = res.natural_point
+    out.append(
+        f"Natural point θ_F1 = {nat.threshold:.4f}: the unconstrained F1 maximiser; "
+        f"FPR {pct(nat.fpr, 2)}, recall {pct(nat.recall)}, F1 {pct(nat.f1)}."
+    )
+    out.append(
+        f"Median of the per-fold inner-valid thresholds θ̃ = {res.fold_median_threshold:.4f} "
+        "(the paper's §2.3 canonical point; reported for stability, not used for the headline)."
+    )
+    # Empty without a grouped pass: no premium to state.
+    delta = res.leakage.delta_f1_headline
+    if is_num(delta):
         out.append(
             "Leakage premium ΔF1 = F1(StratifiedKFold) − F1(StratifiedGroupKFold): "
-            f"{signed_pp(leak['delta_f1_headline'])} at the headline point, "
-            f"{signed_pp(leak.get('delta_f1_natural'))} at the natural point."
+            f"{signed_pp(delta)} at the headline point, "
+            f"{signed_pp(res.leakage.delta_f1_natural)} at the natural point."
         )
-    note = (res.get("groups") or {}).get("note")
+    note = res.groups.get("note")
     if note:
         out.append(f"Groups: {note}")
     return out
 
 
-def _cell(values: Mapping[str, Any], cis: Mapping[str, Any], key: str, path: str) -> dict[str, Any]:
-    v, interval = values.get(key), cis.get(key) or {}
+def _cell(values: MicroMetrics | MacroMetrics, key: str, path: str) -> dict[str, Any]:
+    v, interval = values.get(key), values.ci.get(key)
+    low, high = (interval.low, interval.high) if interval is not None else (None, None)
     digits = rate_digits(key)
     return {
         "key": f"{path}.{key}",
         "value": v,
         "text": pct(v, digits),
-        "ci_low": interval.get("low"),
-        "ci_high": interval.get("high"),
-        "ci_text": ci(interval.get("low"), interval.get("high"), digits),
+        "ci_low": low,
+        "ci_high": high,
+        "ci_text": ci(low, high, digits),
     }
 
 
 def headline_rows(run: RunData) -> list[dict[str, Any]]:
     """Micro and macro at the headline and natural points, each metric with its 95% CI."""
-    metrics = run.result.get("metrics") or {}
     rows = []
     for point, label in (("headline", "headline (FPR ≤ τ)"), ("natural", "natural (max F1)")):
-        m = metrics.get(point) or {}
-        for agg in ("micro", "macro"):
-            values = m.get(agg) or {}
-            if not values:
-                continue
-            cis = values.get("ci") or {}
+        m = run.result.metrics.get(point)
+        if m is None:
+            continue
+        aggregations: tuple[tuple[str, MicroMetrics | MacroMetrics, dict[str, list[str]]], ...] = (
+            ("micro", m.micro, {}),
+            ("macro", m.macro, m.macro.skipped),
+        )
+        for agg, values, skipped in aggregations:
             rows.append(
                 {
                     "point": label,
                     "point_key": point,
                     "aggregation": agg,
-                    "threshold": m.get("threshold"),
-                    "threshold_text": num(m.get("threshold"), 4),
-                    "cells": [
-                        _cell(values, cis, k, f"metrics.{point}.{agg}") for k in HEADLINE_KEYS
-                    ],
-                    "skipped": {k: v for k, v in (values.get("skipped") or {}).items() if v},
+                    "threshold": m.threshold,
+                    "threshold_text": num(m.threshold, 4),
+                    "cells": [_cell(values, k, f"metrics.{point}.{agg}") for k in HEADLINE_KEYS],
+                    "skipped": {k: v for k, v in skipped.items() if v},
                 }
             )
     return rows
@@ -163,9 +160,8 @@ def macro_intervals(run: RunData) -> list[str]:
     Runs written before the macro-FPR interval existed store F1's only; the
     table caption says which, rather than implying an interval is missing.
     """
-    macro = ((run.result.get("metrics") or {}).get("headline") or {}).get("macro") or {}
-    cis = macro.get("ci") or {}
-    return [k for k in HEADLINE_KEYS if is_num((cis.get(k) or {}).get("low"))]
+    cis = run.result.headline.macro.ci
+    return [k for k in HEADLINE_KEYS if k in cis and is_num(cis[k].low)]
 
 
 def macro_coverage(run: RunData) -> dict[str, Any]:
@@ -174,10 +170,10 @@ def macro_coverage(run: RunData) -> dict[str, Any]:
     Single-class sources leave some metrics undefined (no F1 without attacks,
     no FPR without benign prompts); macro skips them, and the reader must know.
     """
-    metrics = run.result.get("metrics") or {}
-    n_sources = len(as_records(run.result.get("by_source")))
+    metrics = run.result.metrics
+    n_sources = len(run.result.by_source)
     per_point = {
-        point: ((metrics.get(point) or {}).get("macro") or {}).get("skipped") or {}
+        point: m.macro.skipped if (m := metrics.get(point)) is not None else {}
         for point in ("headline", "natural")
     }
     head = per_point["headline"]
@@ -195,15 +191,15 @@ def macro_coverage(run: RunData) -> dict[str, Any]:
 
 def auc_row(run: RunData) -> dict[str, Any] | None:
     """The threshold-free AUC with its CI (the same at both points)."""
-    auc = ((run.result.get("metrics") or {}).get("headline") or {}).get("auc_ci") or {}
-    if not is_num(auc.get("estimate")):
+    auc = run.result.headline.auc_ci
+    if auc is None or not is_num(auc.estimate):
         return None
     return {
         "key": "metrics.headline.auc_ci.estimate",
-        "value": auc["estimate"],
-        "text": num(auc["estimate"], 4),
-        "ci_text": f"[{num(auc.get('low'), 4)}, {num(auc.get('high'), 4)}]",
-        "resamples": auc.get("n_resamples"),
+        "value": auc.estimate,
+        "text": num(auc.estimate, 4),
+        "ci_text": f"[{num(auc.low, 4)}, {num(auc.high, 4)}]",
+        "resamples": auc.n_resamples,
     }
 
 
@@ -260,7 +256,7 @@ NEEDS = {
 }
 
 
-def defined(metric: str, row: Mapping[str, Any]) -> bool:
+def defined(metric: str, row: SourceRow | Mapping[str, Any]) -> bool:
     """False when ``metric`` is undefined on a source of this class mix.
 
     Precision on a source without attacks is stored as 0 when anything is
@@ -277,27 +273,25 @@ def defined(metric: str, row: Mapping[str, Any]) -> bool:
     return all(not (is_num(counts[k]) and counts[k] == 0) for k in NEEDS.get(metric, ()))
 
 
-def _shown(row: Mapping[str, Any], metric: str) -> Any:
+def _shown(row: SourceRow, metric: str) -> Any:
     """The stored value where the metric is defined on the source, else None (n/a)."""
     return row.get(metric) if defined(metric, row) else None
 
 
 def leaderboard_rows(run: RunData) -> tuple[list[dict[str, Any]], bool]:
     """Per-dataset rows at θ_op; True in second place when comparison columns exist."""
-    family = {
-        c.get("source"): c.get("family")
-        for c in as_records((run.result.get("trace") or {}).get("composition"))
-    }
+    family = {c.get("source"): c.get("family") for c in run.result.trace.composition}
     comps = {str(r.get("dataset")): r for r in as_records(run.comparison("leaderboard"))}
     empty = _comparison_cells({})
     rows = []
-    for r in as_records(run.result.get("by_source")):
-        metric = str(first(r, "metric", "primary_metric", default=""))
+    for r in run.result.by_source:
+        # The metric its interval was computed on, which is the source's primary metric.
+        metric = str(r.get("metric") or r.primary_metric)
         rows.append(
             {
-                "source": r.get("source"),
-                "family": family.get(r.get("source"), ""),
-                "n": count(r.get("n")),
+                "source": r.source,
+                "family": family.get(r.source, ""),
+                "n": count(r.n),
                 "n_pos": count(r.get("n_pos")),
                 "n_neg": count(r.get("n_neg")),
                 "metric": metric,
@@ -311,11 +305,11 @@ def leaderboard_rows(run: RunData) -> tuple[list[dict[str, Any]], bool]:
                 "auc": num(_shown(r, "auc")),
                 "prevalence_ratio": num(r.get("prevalence_ratio")),
                 "theta_s": num(r.get("theta_s"), 4),
-                "small_n": bool(r.get("small_n")),
-                "compared": str(r.get("source")) in comps,
+                "small_n": r.small_n,
+                "compared": r.source in comps,
                 "comparison": (
-                    _comparison_cells(comps[str(r.get("source"))])
-                    if str(r.get("source")) in comps
+                    _comparison_cells(comps[r.source])
+                    if r.source in comps
                     else {k: "–" if k != "sample_size" else "" for k in empty}
                 ),
             }
@@ -326,7 +320,7 @@ def leaderboard_rows(run: RunData) -> tuple[list[dict[str, Any]], bool]:
 def fold_tables(run: RunData) -> list[dict[str, Any]]:
     """Per pass: the per-fold thresholds and F1s, and the summary over folds."""
     out = []
-    blocks = run.result.get("fold_thresholds") or {}
+    blocks = run.result.fold_thresholds
     # The headline pass first, whatever order the JSON keys were written in.
     for name in sorted(blocks, key=pass_order):
         block = blocks[name]
@@ -342,9 +336,9 @@ def fold_tables(run: RunData) -> list[dict[str, Any]]:
                 "n_test_pos": count(f.get("n_test_pos")),
                 "fit_seconds": num(f.get("fit_seconds"), 2),
             }
-            for f in as_records(block.get("folds"))
+            for f in block.folds
         ]
-        summary = (block.get("summary") or {}).get("threshold") or {}
+        summary = block.summary.get("threshold") or {}
         out.append(
             {
                 "pass": name,
@@ -358,9 +352,7 @@ def fold_tables(run: RunData) -> list[dict[str, Any]]:
     return out
 
 
-def _stat_text(stats: Any) -> str:
-    if not isinstance(stats, Mapping):
-        return ""
+def _stat_text(stats: Mapping[str, Any]) -> str:
     parts = []
     for k, v in stats.items():
         if is_num(v):
@@ -376,24 +368,24 @@ def diagnostics_rows(run: RunData) -> list[dict[str, Any]]:
     """Every diagnostic with status, criterion, headline statistics and reason; worst first."""
     rows = [
         {
-            "name": str(d.get("name", "")),
-            "tier": str(d.get("tier", "")),
-            "status": str(d.get("status", "")).upper(),
-            "criterion": str(d.get("criterion", "")),
+            "name": d.name,
+            "tier": d.tier,
+            "status": d.status.upper(),
+            "criterion": d.criterion,
             # The check's own formatted headline statistic, else its first numbers.
-            "statistics": str(d.get("statistic") or "") or _stat_text(d.get("statistics")),
-            "reason": str(d.get("reason", "")),
+            "statistics": d.statistic or _stat_text(d.statistics),
+            "reason": d.reason,
         }
-        for d in as_records(run.result.get("diagnostics"))
+        for d in run.result.diagnostics
     ]
     return sorted(rows, key=lambda r: (STATUS_ORDER.get(r["status"], 9), r["name"]))
 
 
 def duplicates(run: RunData) -> dict[str, Any]:
     """Cross-source duplicates and label conflicts, within-source conflicts, group stats."""
-    dup = (run.result.get("trace") or {}).get("duplicates") or {}
+    dup = run.result.trace.duplicates
     within = as_records(run.trace_info.get("within_source_label_conflicts"))
-    groups = run.result.get("groups") or {}
+    groups = run.result.groups
     return {
         "cross_groups": count(dup.get("cross_source_duplicate_groups")) or "0",
         "cross_rows": count(dup.get("cross_source_duplicate_rows")) or "0",
@@ -438,13 +430,13 @@ def _card_licence(name: str) -> dict[str, str] | None:
 def licence_rows(run: RunData) -> tuple[list[dict[str, Any]], bool]:
     """One row per source: licence, upstream, pinned revision, flag; True when any
     licence came from the installed cards rather than the run directory."""
-    trace = run.result.get("trace") or {}
-    recorded = trace.get("licences") or run.trace_info.get("licences") or {}
-    flags = trace.get("licence_flags") or {}
+    trace = run.result.trace
+    recorded = run.trace_info.get("licences") or {}
+    flags = trace.licence_flags
     revisions = {
         str(s.get("name")): s.get("revision") for s in as_records(run.trace_info.get("sources"))
     }
-    names = [str(c.get("source")) for c in as_records(trace.get("composition"))]
+    names = [str(c.get("source")) for c in trace.composition]
     rows, from_cards = [], False
     for name in names:
         info = recorded.get(name)

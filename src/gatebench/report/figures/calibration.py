@@ -1,5 +1,5 @@
 """Calibration figure (12): reliability diagrams with count histograms, before and after
-isotonic regression, from ``result["calibration"]``."""
+isotonic regression, from ``result.calibration``."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def draw_reliability(data: Mapping[str, Any]) -> Figure:
 
 
 def _extract_reliability(run: RunData) -> Prepared | Absent:
-    cal = run.result.get("calibration") or {}
+    cal = run.result.calibration
     panels = []
     for key, label, colour in (
         ("before", "Raw OOF scores", BLUE),

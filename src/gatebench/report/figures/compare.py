@@ -2,7 +2,7 @@
 (17), benign-set FPR against every competitor (18) and the run's detector against Lakera
 Guard at matched FPR (19).
 
-They read ``result["comparisons"]`` as :func:`gatebench.compare.build_comparisons`
+They read ``result.comparisons`` as :func:`gatebench.compare.build_comparisons`
 writes it: ``leaderboard`` (per dataset: ``ours``, ``ranking``, ``competitors``,
 ``lakera`` …), ``pareto.global`` (``ours``, ``competitors``) and ``pareto.per_dataset``.
 Systems are named as the run and the published table spell them, never by a fixed label.
@@ -310,8 +310,8 @@ def draw_benign_fpr(data: Mapping[str, Any]) -> Figure:
 
 
 def _benign_panel(run: RunData, row: Mapping[str, Any]) -> dict[str, Any] | None:
-    ours = {r.get("source"): r.get("fpr") for r in as_records(run.result.get("by_source"))}
-    mine = ours.get(row.get("dataset"))
+    ours = {r.source: r.get("fpr") for r in run.result.by_source}
+    mine = ours.get(str(row.get("dataset")))
     rows = []
     for c in published_ranking(row):
         v, metric = c["value"], str(c.get("metric"))

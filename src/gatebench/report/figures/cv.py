@@ -55,21 +55,18 @@ def draw_roc_per_fold(data: Mapping[str, Any]) -> Figure:
 
 def _extract_roc(run: RunData) -> Prepared | Absent:
     curves = [
-        c
-        for c in as_records(run.result.get("roc_per_fold"))
-        if finite(c.get("fpr", [])) and len(c.get("fpr", [])) == len(c.get("tpr", []))
+        c.model_dump()
+        for c in run.result.roc_per_fold
+        if finite(c.fpr) and len(c.fpr) == len(c.tpr)
     ]
     if not curves:
         return Absent("result.json has no `roc_per_fold` curves (no fold held both labels).")
-    op = run.result.get("operating_point") or {}
-    point = (
-        (op["fpr"], op["recall"]) if is_num(op.get("fpr")) and is_num(op.get("recall")) else None
-    )
-    auc = (run.result.get("metrics") or {}).get("headline", {}).get("auc_ci") or {}
+    op = run.result.operating_point
+    point = (op.fpr, op.recall) if is_num(op.fpr) and is_num(op.recall) else None
+    auc = run.result.headline.auc_ci
     auc_text = (
-        f"pooled OOF AUC {num(auc.get('estimate'))} (95% CI {num(auc.get('low'))}–"
-        f"{num(auc.get('high'))})"
-        if is_num(auc.get("estimate"))
+        f"pooled OOF AUC {num(auc.estimate)} (95% CI {num(auc.low)}–{num(auc.high)})"
+        if auc is not None and is_num(auc.estimate)
         else "pooled AUC not recorded"
     )
     alt = (
@@ -185,7 +182,7 @@ def _fold_rows(fig: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _extract_adversarial(run: RunData) -> Prepared | Absent:
     item = run.diagnostic("adversarial_validation", "adversarial")
     if item is None:
-        return Absent(missing_diag("adversarial_validation", bool(run.result.get("diagnostics"))))
+        return Absent(missing_diag("adversarial_validation", bool(run.result.diagnostics)))
     fig = diag_figure(item)
     rows = _fold_rows(fig)
     auc: list[Any] = [r["auc"] for r in rows]
@@ -273,9 +270,11 @@ def draw_train_vs_oof(data: Mapping[str, Any]) -> Figure:
 
 
 def _extract_train_vs_oof(run: RunData) -> Prepared | Absent:
-    folds = ((run.result.get("fold_thresholds") or {}).get("strat") or {}).get("folds") or []
-    train = [r.get("train_f1_at_threshold") for r in folds]
-    oof = [r.get("test_f1_at_threshold") for r in folds]
+    strat = run.result.fold_thresholds.get("strat")
+    folds = strat.folds if strat is not None else []
+    # Per-fold rows are the CV engine's records; `finite` below vouches for the numbers.
+    train: list[Any] = [r.get("train_f1_at_threshold") for r in folds]
+    oof: list[Any] = [r.get("test_f1_at_threshold") for r in folds]
     if not (finite(train) and finite(oof)):
         return Absent(
             "result.json `fold_thresholds.strat.folds` has no train and OOF F1 per "

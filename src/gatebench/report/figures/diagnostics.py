@@ -2,7 +2,7 @@
 permutation importance (10) and head agreement (11).
 
 Each reads the ``figure`` (falling back to ``statistics``) of its diagnostic in
-``result["diagnostics"]``. Expected layouts, either records or columns:
+``result.diagnostics``. Expected layouts, either records or columns:
 
 * ``lodo``: ``per_source`` rows ``{source, value | f1, n, metric, delta?}`` and ``macro_mean``;
 * ``random_label``: ``f1`` (shuffled), ``chance_f1``, ``auc``; optional ``f1_true``,
@@ -79,7 +79,7 @@ def draw_lodo(data: Mapping[str, Any]) -> Figure:
 def _extract_lodo(run: RunData) -> Prepared | Absent:
     item = run.diagnostic("lodo", "leave_one_dataset_out", "leave_one_source_out")
     if item is None:
-        return Absent(missing_diag("lodo", bool(run.result.get("diagnostics"))))
+        return Absent(missing_diag("lodo", bool(run.result.diagnostics)))
     fig = diag_figure(item)
     rows = as_records(first(fig, "per_source", "by_source", "sources_table", default=[]))
     macro = first(fig, "macro_mean", "macro")
@@ -186,7 +186,7 @@ def draw_random_label(data: Mapping[str, Any]) -> Figure:
 def _extract_random_label(run: RunData) -> Prepared | Absent:
     item = run.diagnostic("random_label", "random_label_control", "random_labels")
     if item is None:
-        return Absent(missing_diag("random_label", bool(run.result.get("diagnostics"))))
+        return Absent(missing_diag("random_label", bool(run.result.diagnostics)))
     fig = diag_figure(item)
     f1 = first(fig, "f1", "f1_shuffled", "observed_f1")
     chance = first(fig, "chance_f1", "f1_chance")
@@ -260,7 +260,7 @@ def draw_length_bias(data: Mapping[str, Any]) -> Figure:
 def _extract_length_bias(run: RunData) -> Prepared | Absent:
     item = run.diagnostic("length_bias", "length")
     if item is None:
-        return Absent(missing_diag("length_bias", bool(run.result.get("diagnostics"))))
+        return Absent(missing_diag("length_bias", bool(run.result.diagnostics)))
     fig = diag_figure(item)
     rows = [
         r
@@ -331,7 +331,7 @@ def draw_permutation(data: Mapping[str, Any]) -> Figure:
 def _extract_permutation(run: RunData) -> Prepared | Absent:
     item = run.diagnostic("permutation_importance", "permutation")
     if item is None:
-        return Absent(missing_diag("permutation_importance", bool(run.result.get("diagnostics"))))
+        return Absent(missing_diag("permutation_importance", bool(run.result.diagnostics)))
     fig = diag_figure(item)
     rows = [
         r
@@ -430,7 +430,7 @@ def _kappa_matrix(fig: Mapping[str, Any]) -> tuple[list[str], list[list[float]]]
 def _extract_kappa(run: RunData) -> Prepared | Absent:
     item = run.diagnostic("head_agreement", "cohen_kappa", "kappa", "classifier_head_agreement")
     if item is None:
-        return Absent(missing_diag("head_agreement", bool(run.result.get("diagnostics"))))
+        return Absent(missing_diag("head_agreement", bool(run.result.diagnostics)))
     got = _kappa_matrix(diag_figure(item))
     if got is None or len(got[0]) < 2:
         return _not_applicable(item, "head-agreement")

@@ -143,17 +143,16 @@ def competitor_rows(run: RunData) -> dict[str, list[dict[str, Any]]]:
 
 
 def _extract_forest(run: RunData) -> Prepared | Absent:
+    # The estimate and its bands are extra columns of the per-source table; plain
+    # dicts, because each row gets its family and label added for the drawer.
     rows = [
-        r
-        for r in as_records(run.result.get("by_source"))
+        r.model_dump()
+        for r in run.result.by_source
         if is_num(r.get("estimate")) and is_num(r.get("low_95"))
     ]
     if not rows:
         return Absent("result.json `by_source` has no per-source estimates with intervals.")
-    family = {
-        c.get("source"): c.get("family")
-        for c in as_records((run.result.get("trace") or {}).get("composition"))
-    }
+    family = {c.get("source"): c.get("family") for c in run.result.trace.composition}
     for r in rows:
         r["family"] = str(family.get(r.get("source")) or "other")
         metric = str(r.get("metric") or r.get("primary_metric") or "")

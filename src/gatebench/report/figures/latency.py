@@ -14,7 +14,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 from gatebench.report.figures._common import as_records, finite
 from gatebench.report.figures._spec import DEFAULT_NAMES, Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, ORANGE, RED, new_figure
-from gatebench.report.fmt import is_num
+from gatebench.report.fmt import is_num, num
 from gatebench.rundata import RunData
 
 __all__ = ["LATENCY"]
@@ -163,10 +163,22 @@ def _http_latency(run: RunData) -> dict[str, Any] | None:
     }
 
 
+def _in_process_latency(run: RunData) -> dict[str, Any]:
+    """``result.json``'s ``latency_ms``; the samples and how they were taken are extra columns."""
+    stored = run.result.latency_ms
+    return {
+        "samples": stored.get("samples") or [],
+        "p50": stored.p50,
+        "p95": stored.p95,
+        "mean": stored.mean,
+        "how": stored.get("how"),
+    }
+
+
 def _extract_latency(run: RunData) -> Prepared | Absent:
     # HTTP end-to-end latency, when measured into the run, is what the paper's
     # §5 figures mean; the in-process figure in result.json is the fallback.
-    lat = _http_latency(run) or run.result.get("latency_ms") or {}
+    lat = _http_latency(run) or _in_process_latency(run)
     samples = lat.get("samples") or []
     if not finite(samples) or not is_num(lat.get("p50")):
         return Absent(
@@ -184,7 +196,7 @@ def _extract_latency(run: RunData) -> Prepared | Absent:
     }
     alt = (
         f"Histogram of {len(samples)} per-request latencies on a log axis: p50 "
-        f"{lat['p50']:.2f} ms, p95 {lat.get('p95', float('nan')):.2f} ms"
+        f"{lat['p50']:.2f} ms, p95 {num(lat.get('p95'), 2)} ms"
         + (f"; beside {len(comps)} published competitor latencies." if comps else ".")
     )
     how = lat.get("how") or "per-request scoring"

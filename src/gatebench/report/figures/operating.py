@@ -2,7 +2,7 @@
 DET on probit axes (14) and maximum TPR per FPR budget (15).
 
 The sweep, DET and max-TPR figures are drawn from the stored threshold sweep
-(``result["sweep"]``), never from the OOF table, so they show exactly the
+(``result.sweep``), never from the OOF table, so they show exactly the
 curve the operating point was read from.
 """
 
@@ -40,16 +40,15 @@ SYMLOG_LINTHRESH = 1e-3
 
 def _points(run: RunData) -> dict[str, Any]:
     """Headline and natural points, micro and macro, as stored (None where undefined)."""
-    metrics = run.result.get("metrics") or {}
     out: dict[str, Any] = {}
     for name in ("headline", "natural"):
-        m = metrics.get(name) or {}
-        for agg in ("micro", "macro"):
-            v = m.get(agg) or {}
-            if is_num(v.get("fpr")) and is_num(v.get("f1")):
-                out[f"{name}_{agg}"] = (v["fpr"], v["f1"])
-        if is_num(m.get("threshold")):
-            out[f"{name}_threshold"] = m["threshold"]
+        m = run.result.metrics.get(name)
+        if m is None:
+            continue
+        for agg, v in (("micro", m.micro), ("macro", m.macro)):
+            if is_num(v.fpr) and is_num(v.f1):
+                out[f"{name}_{agg}"] = (v.fpr, v.f1)
+        out[f"{name}_threshold"] = m.threshold
     return out
 
 
@@ -97,27 +96,25 @@ def draw_sweep(data: Mapping[str, Any]) -> Figure:
 
 
 def _extract_sweep(run: RunData) -> Prepared | Absent:
-    sweep = run.result.get("sweep") or {}
-    keys = ("micro_fpr", "micro_f1", "macro_fpr", "macro_f1")
-    if not all(len(sweep.get(k) or []) for k in keys):
+    sweep = run.result.sweep
+    if sweep is None or not all((sweep.micro_fpr, sweep.micro_f1, sweep.macro_fpr, sweep.macro_f1)):
         return Absent("result.json has no `sweep` (micro/macro F1 and FPR over thresholds).")
     # Undefined F1 (no positives flagged) is stored as null: drop those grid points.
     data: dict[str, Any] = {}
-    for agg in ("micro", "macro"):
-        pairs = [
-            (x, y)
-            for x, y in zip(sweep[f"{agg}_fpr"], sweep[f"{agg}_f1"], strict=False)
-            if is_num(x) and is_num(y)
-        ]
+    for agg, fprs, f1s in (
+        ("micro", sweep.micro_fpr, sweep.micro_f1),
+        ("macro", sweep.macro_fpr, sweep.macro_f1),
+    ):
+        pairs = [(x, y) for x, y in zip(fprs, f1s, strict=False) if is_num(x) and is_num(y)]
         data[f"{agg}_fpr"] = [p[0] for p in pairs]
         data[f"{agg}_f1"] = [p[1] for p in pairs]
     data["points"] = _points(run)
-    data["tau"] = (run.result.get("operating_point") or {}).get("target_fpr")
+    data["tau"] = run.result.operating_point.target_fpr
     pts = data["points"]
     head = pts.get("headline_micro")
     nat = pts.get("natural_micro")
     alt = (
-        f"Micro and macro F1 against FPR over {len(sweep['thresholds'])} thresholds."
+        f"Micro and macro F1 against FPR over {len(sweep.thresholds)} thresholds."
         + (f" Headline point: FPR {pct(head[0], 2)}, micro F1 {pct(head[1])}." if head else "")
         + (f" Natural point: FPR {pct(nat[0], 2)}, micro F1 {pct(nat[1])}." if nat else "")
     )
@@ -183,10 +180,11 @@ def draw_prevalence(data: Mapping[str, Any]) -> Figure:
 
 
 def _extract_prevalence(run: RunData) -> Prepared | Absent:
-    rows = as_records(run.result.get("by_source"))
-    if not rows or not any("prevalence_ratio" in r for r in rows):
+    rows = run.result.by_source
+    # ρ_s is an extra column of the per-source table, absent where the run did not compute it.
+    if not any("prevalence_ratio" in (r.model_extra or {}) for r in rows):
         return Absent("result.json `by_source` has no `prevalence_ratio`.")
-    names = [str(r.get("source")) for r in rows]
+    names = [r.source for r in rows]
     ratio = [r.get("prevalence_ratio") for r in rows]
     defined = [r for r in ratio if is_num(r)]
     if not defined:
@@ -252,7 +250,7 @@ def draw_theta_s(data: Mapping[str, Any]) -> Figure:
 
 
 def _extract_theta_s(run: RunData) -> Prepared | Absent:
-    tr = run.result.get("transferability") or {}
+    tr = run.result.transferability
     rows = [r for r in as_records(tr.get("by_source")) if is_num(r.get("theta_s"))]
     if not rows or not is_num(tr.get("theta_op")):
         return Absent(
@@ -301,6 +299,18 @@ def _published_points(run: RunData) -> list[dict[str, Any]]:
     ]
 
 
+def _micro_fpr_recall(run: RunData) -> list[tuple[float, float]]:
+    """The stored sweep's (micro FPR, micro recall) pairs where both are defined."""
+    sweep = run.result.sweep
+    if sweep is None:
+        return []
+    return [
+        (x, r)
+        for x, r in zip(sweep.micro_fpr, sweep.micro_recall, strict=False)
+        if is_num(x) and is_num(r)
+    ]
+
+
 def draw_det(data: Mapping[str, Any]) -> Figure:
     """Detection error trade-off: miss rate vs false-alarm rate, both on probit axes.
 
@@ -340,24 +350,21 @@ def draw_det(data: Mapping[str, Any]) -> Figure:
 
 
 def _extract_det(run: RunData) -> Prepared | Absent:
-    sweep = run.result.get("sweep") or {}
-    pairs = [
-        (x, 1 - r)
-        for x, r in zip(sweep.get("micro_fpr") or [], sweep.get("micro_recall") or [], strict=False)
-        if is_num(x) and is_num(r)
-    ]
+    pairs = [(x, 1 - r) for x, r in _micro_fpr_recall(run)]
     if not pairs:
         return Absent("result.json `sweep` has no micro FPR and recall to draw a DET curve from.")
     folds = [
-        {"fold": c["fold"], "fpr": c["fpr"], "fnr": [1 - t for t in c["tpr"]]}
-        for c in as_records(run.result.get("roc_per_fold"))
-        if finite(c.get("fpr", [])) and finite(c.get("tpr", []))
+        {"fold": c.fold, "fpr": c.fpr, "fnr": [1 - t for t in c.tpr]}
+        for c in run.result.roc_per_fold
+        if finite(c.fpr) and finite(c.tpr)
     ]
     points = {}
-    for name, key in (("headline", "operating_point"), ("natural", "natural_point")):
-        p = run.result.get(key) or {}
-        if is_num(p.get("fpr")) and is_num(p.get("recall")):
-            points[name] = (p["fpr"], 1 - p["recall"])
+    for name, p in (
+        ("headline", run.result.operating_point),
+        ("natural", run.result.natural_point),
+    ):
+        if is_num(p.fpr) and is_num(p.recall):
+            points[name] = (p.fpr, 1 - p.recall)
     published = [
         {"system": p["system"], "fpr": p["fpr"], "fnr": 1 - p["recall"]}
         for p in _published_points(run)
@@ -442,55 +449,34 @@ def draw_max_tpr(data: Mapping[str, Any]) -> Figure:
 
 
 def _extract_max_tpr(run: RunData) -> Prepared | Absent:
-    tau = (run.result.get("operating_point") or {}).get("target_fpr")
+    tau = run.result.operating_point.target_fpr
     published = [
         {"system": p["system"], "fpr": p["fpr"], "recall": p["recall"]}
         for p in _published_points(run)
     ]
-    stored = run.result.get("max_tpr") or {}
-    if finite(stored.get("budgets") or []) and finite(stored.get("tpr") or []):
-        data = {
-            "budgets": stored["budgets"],
-            "tpr": stored["tpr"],
-            "low": stored.get("low"),
-            "high": stored.get("high"),
-            "tau": tau,
-            "published": published,
-        }
-        band = "with its stored 95% bootstrap band"
-    else:
-        sweep = run.result.get("sweep") or {}
-        pairs = [
-            (x, r)
-            for x, r in zip(
-                sweep.get("micro_fpr") or [], sweep.get("micro_recall") or [], strict=False
-            )
-            if is_num(x) and is_num(r)
-        ]
-        if not pairs:
-            return Absent(
-                "result.json has neither `max_tpr` nor a `sweep` with micro FPR and recall."
-            )
-        # A read-out of the stored curve, not a new metric: the upper envelope
-        # of (FPR, recall) pairs, i.e. the best recall within each budget.
-        budgets = np.unique(
-            np.concatenate([np.geomspace(1e-4, 1, 81), [x for x, _ in pairs if x > 0]])
-        )
-        fprs = np.asarray([p[0] for p in pairs])
-        recs = np.asarray([p[1] for p in pairs])
-        tpr = [float(recs[fprs <= bb].max()) if (fprs <= bb).any() else 0.0 for bb in budgets]
-        data = {
-            "budgets": budgets.tolist(),
-            "tpr": tpr,
-            "low": None,
-            "high": None,
-            "tau": tau,
-            "published": published,
-        }
-        band = (
-            "without a bootstrap band: result.json has no `max_tpr` band yet, so the "
-            "curve is the upper envelope of the stored sweep"
-        )
+    # The schema has no section for a bootstrapped max-TPR band yet, so the curve
+    # is always read off the stored sweep and drawn without one.
+    pairs = _micro_fpr_recall(run)
+    if not pairs:
+        return Absent("result.json has neither `max_tpr` nor a `sweep` with micro FPR and recall.")
+    # A read-out of the stored curve, not a new metric: the upper envelope
+    # of (FPR, recall) pairs, i.e. the best recall within each budget.
+    budgets = np.unique(np.concatenate([np.geomspace(1e-4, 1, 81), [x for x, _ in pairs if x > 0]]))
+    fprs = np.asarray([p[0] for p in pairs])
+    recs = np.asarray([p[1] for p in pairs])
+    tpr = [float(recs[fprs <= bb].max()) if (fprs <= bb).any() else 0.0 for bb in budgets]
+    data: dict[str, Any] = {
+        "budgets": budgets.tolist(),
+        "tpr": tpr,
+        "low": None,
+        "high": None,
+        "tau": tau,
+        "published": published,
+    }
+    band = (
+        "without a bootstrap band: result.json has no `max_tpr` band yet, so the "
+        "curve is the upper envelope of the stored sweep"
+    )
     at_tau = None
     if is_num(tau):
         ok = [t for bb, t in zip(data["budgets"], data["tpr"], strict=False) if bb <= tau]
