@@ -12,6 +12,7 @@ from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures.calibration import RELIABILITY
 from gatebench.report.figures.compare import BENIGN_FPR, LAKERA, PARETO, POINTS
 from gatebench.report.figures.cv import ADVERSARIAL, ROC, TRAIN_VS_OOF
+from gatebench.report.figures.detection import DET, MAX_TPR
 from gatebench.report.figures.diagnostics import (
     KAPPA,
     LENGTH_BIAS,
@@ -21,7 +22,7 @@ from gatebench.report.figures.diagnostics import (
 )
 from gatebench.report.figures.forest import FOREST
 from gatebench.report.figures.latency import LATENCY
-from gatebench.report.figures.operating import DET, MAX_TPR, PREVALENCE, SWEEP, THETA_S
+from gatebench.report.figures.operating import PREVALENCE, SWEEP, THETA_S
 from gatebench.rundata import RunData
 
 __all__ = ["FIGURES", "Absent", "FigureSpec", "Prepared", "names", "prepare"]
