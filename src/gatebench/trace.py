@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from gatebench.augment import EMBEDDED_SOURCE, embedded_injections
+from gatebench.chunking import chunk_texts, join_chunks
 from gatebench.data import get_loader
 from gatebench.data.loaders import DATASETS, Loader
 from gatebench.data.resolve import data_dir_from_env, resolve_files, resolve_root
@@ -306,33 +307,22 @@ def _apply_cap(samples: list[Sample], cap: int | None, seq: np.random.SeedSequen
     return [samples[i] for i in sorted(keep)]
 
 
-def _windows(text: str, size: int, overlap: int) -> list[str]:
-    if len(text) <= size:
-        return [text]
-    step = size - overlap
-    starts = range(0, len(text) - overlap, step)
-    return [text[s : s + size] for s in starts]
-
-
 def prompts_from_chunks(frame: pd.DataFrame, overlap: int) -> list[str]:
     """Whole prompts from a trace frame's overlapping chunk rows, ordered by sample id.
 
-    Chunk ``i + 1`` starts ``overlap`` characters before chunk ``i`` ends, so a
-    prompt is its first chunk plus every later chunk minus its first ``overlap``
-    characters.
+    Each prompt is its chunks joined by :func:`gatebench.chunking.join_chunks`.
     """
     frame = frame.sort_values(["sample_id", "chunk"], kind="stable")
-    prompts: list[str] = []
-    for _, chunks in frame.groupby("sample_id", sort=True)["text"]:
-        parts = chunks.tolist()
-        prompts.append(parts[0] + "".join(p[overlap:] for p in parts[1:]))
-    return prompts
+    return [
+        join_chunks(chunks.tolist(), overlap)
+        for _, chunks in frame.groupby("sample_id", sort=True)["text"]
+    ]
 
 
 def _rows(samples: list[Sample], family: str, role: Role, spec: TraceSpec) -> list[dict[str, Any]]:
     rows = []
     for s in samples:
-        chunks = _windows(s.text, spec.chunk_chars, spec.chunk_overlap)
+        chunks = chunk_texts(s.text, spec.chunk_chars, spec.chunk_overlap)
         for i, chunk in enumerate(chunks):
             rows.append(
                 {

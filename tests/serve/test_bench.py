@@ -212,13 +212,13 @@ def test_report_prefers_http_latency(tmp_path: Path) -> None:
 def test_prompts_are_rebuilt_whole_from_trace_chunks() -> None:
     import pandas as pd
 
-    from gatebench.serve.model import windows
+    from gatebench.chunking import chunk_spans
 
     prompts = ["short", "".join(f"word{i} " for i in range(900)), "x" * 4000, "y" * 4001]
     rows = [
         {"sample_id": f"s{k}", "chunk": i, "text": text[a:b]}
         for k, text in enumerate(prompts)
-        for i, (a, b) in enumerate(windows(text, 1000, 100))
+        for i, (a, b) in enumerate(chunk_spans(text, 1000, 100))
     ]
     frame = pd.DataFrame(rows[::-1])  # any row order
     assert prompts_from_chunks(frame, 100) == prompts
