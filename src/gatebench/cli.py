@@ -703,7 +703,7 @@ def bench_latency(
     """HTTP latency per stage over a concurrency sweep, and in-process scoring latency."""
     _one_math_thread()  # as `gatebench serve` runs
     from gatebench.artifacts import write_json
-    from gatebench.serve.bench import latency_tables, run_latency_bench
+    from gatebench.serve.latency import latency_tables, run_latency_bench
 
     try:
         result = run_latency_bench(

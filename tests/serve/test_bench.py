@@ -15,14 +15,9 @@ from gatebench.cli import app
 from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.modeldir import save_model
 from gatebench.serve import ServedModel, ServeSettings
-from gatebench.serve.bench import (
-    SCHEMA,
-    http_level,
-    prompts_from_chunks,
-    request_texts,
-    run_latency_bench,
-)
+from gatebench.serve.latency import SCHEMA, http_level, request_texts, run_latency_bench
 from gatebench.serve.server import ServerThread
+from gatebench.trace import prompts_from_chunks
 
 runner = CliRunner()
 
