@@ -39,7 +39,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from gatebench.serve.bench import (
+from gatebench.serve.latency import (
     process_tree,
     request_texts,
     spawned_server,

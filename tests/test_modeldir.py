@@ -68,7 +68,7 @@ def test_train_holdout_keeps_whole_prompts_out_and_bench_uses_them(
 ) -> None:
     from gatebench import api
     from gatebench.config import RunConfig
-    from gatebench.serve.bench import request_texts, texts_for_model
+    from gatebench.serve.latency import request_texts, texts_for_model
 
     cfg = RunConfig(
         detector="tfidf-lr",

@@ -27,13 +27,7 @@ from gatebench.served import served_model
 from gatebench.split import inner_split
 from gatebench.trace import Trace, TraceSpec, build_trace, load_trace, save_trace
 
-__all__ = [
-    "build_trace_from_options",
-    "detect",
-    "evaluate",
-    "served_model",
-    "train",
-]
+__all__ = ["build_trace_from_options", "detect", "evaluate", "train"]
 
 
 def evaluate(

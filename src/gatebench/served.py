@@ -15,10 +15,11 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from gatebench.chunking import chunk_spans
 from gatebench.detectors import check_scores
 from gatebench.modeldir import load_model
 
-__all__ = ["ServeSettings", "ServedModel", "served_model", "windows"]
+__all__ = ["ServeSettings", "ServedModel", "served_model"]
 
 
 class ServeSettings(BaseModel):
@@ -50,18 +51,11 @@ class _Scorer(Protocol):
     def score(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def windows(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
-    """Character spans of overlapping windows covering ``text`` (one span if it fits)."""
-    if len(text) <= size:
-        return [(0, len(text))]
-    step = size - overlap
-    return [(s, min(s + size, len(text))) for s in range(0, len(text) - overlap, step)]
-
-
 class ServedModel:
     """A detector plus the operating threshold it ships with.
 
-    Long texts are cut into windows, every window is scored, and the text
+    Long texts are cut into windows (:mod:`gatebench.chunking`, as the trace
+    cuts them), every window is scored, and the text
     takes the maximum (the same max pooling the evaluation uses), so an
     injection buried in a long document is neither truncated away nor diluted.
 
@@ -102,7 +96,9 @@ class ServedModel:
 
     def score_details(self, texts: Sequence[str]) -> list[dict[str, Any]]:
         """Score texts; one result dict per text (see ``POST /v1/score``)."""
-        spans = [windows(t, self.settings.chunk_chars, self.settings.chunk_overlap) for t in texts]
+        spans = [
+            chunk_spans(t, self.settings.chunk_chars, self.settings.chunk_overlap) for t in texts
+        ]
         flat = [t[a:b] for t, sp in zip(texts, spans, strict=True) for a, b in sp]
         t0 = time.perf_counter()
         scores, stages, stage_ms = self._score_windows(flat)

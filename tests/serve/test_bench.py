@@ -16,14 +16,9 @@ from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.modeldir import save_model
 from gatebench.result import SCHEMA_VERSION, EvaluationResult
 from gatebench.serve import ServedModel, ServeSettings
-from gatebench.serve.bench import (
-    SCHEMA,
-    http_level,
-    prompts_from_chunks,
-    request_texts,
-    run_latency_bench,
-)
+from gatebench.serve.latency import SCHEMA, http_level, request_texts, run_latency_bench
 from gatebench.serve.server import ServerThread
+from gatebench.trace import prompts_from_chunks
 
 runner = CliRunner()
 
@@ -104,7 +99,7 @@ def test_bench_latency_writes_sane_json(model_dir: Path, texts_file: Path, tmp_p
 
 
 def test_refused_requests_are_counted_as_errors(model_dir: Path, texts_file: Path) -> None:
-    from gatebench.api import served_model
+    from gatebench.served import served_model
 
     settings = ServeSettings(token="s3cret")
     with ServerThread(served_model(model_dir, settings), settings) as server:
@@ -233,13 +228,13 @@ def test_report_prefers_http_latency(tmp_path: Path) -> None:
 def test_prompts_are_rebuilt_whole_from_trace_chunks() -> None:
     import pandas as pd
 
-    from gatebench.serve.model import windows
+    from gatebench.chunking import chunk_spans
 
     prompts = ["short", "".join(f"word{i} " for i in range(900)), "x" * 4000, "y" * 4001]
     rows = [
         {"sample_id": f"s{k}", "chunk": i, "text": text[a:b]}
         for k, text in enumerate(prompts)
-        for i, (a, b) in enumerate(windows(text, 1000, 100))
+        for i, (a, b) in enumerate(chunk_spans(text, 1000, 100))
     ]
     frame = pd.DataFrame(rows[::-1])  # any row order
     assert prompts_from_chunks(frame, 100) == prompts

@@ -3,8 +3,8 @@
 The driver reads the input one partition at a time, sends each partition to a
 worker (this process, local processes or a dask cluster), and appends the
 results to the output Parquet file in input order. Workers load the model
-directory once per process. Long texts are cut with the service's
-:func:`gatebench.served.windows` and max-pooled, so a row gets the score
+directory once per process. Long texts are cut as the service cuts them
+(:func:`gatebench.chunking.chunk_spans`) and max-pooled, so a row gets the score
 ``gatebench serve`` would give it. Every input row has one output row; rows
 that cannot be scored (null, empty, invalid Unicode) keep their place with a
 ``rejected`` reason and are counted in the summary.
@@ -35,10 +35,11 @@ from gatebench.bulk.io import (
     file_digest,
     summary_path,
 )
+from gatebench.chunking import chunk_spans
 from gatebench.detectors import check_scores
 from gatebench.modeldir import MANIFEST, LoadedModel, load_model
 from gatebench.parallel import Executor
-from gatebench.served import ServeSettings, windows
+from gatebench.served import ServeSettings
 from gatebench.split._minhash import signatures
 from gatebench.split.groups import LSHParams
 from gatebench.text import normalise_text, text_hash
@@ -106,7 +107,7 @@ def _pooled_scores(
     model: LoadedModel, texts: list[str], score_batch: int
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Max-pooled score and window count per text (the service's windowing)."""
-    spans = [windows(t, _SERVE.chunk_chars, _SERVE.chunk_overlap) for t in texts]
+    spans = [chunk_spans(t, _SERVE.chunk_chars, _SERVE.chunk_overlap) for t in texts]
     counts = np.fromiter((len(sp) for sp in spans), dtype=np.int64, count=len(spans))
     flat = [t[a:b] for t, sp in zip(texts, spans, strict=True) for a, b in sp]
     det = model.detector

@@ -159,9 +159,9 @@ def serve(
     OpenAPI document at /openapi.json describes every endpoint.
     """
     _one_math_thread()
-    from gatebench import api
     from gatebench.serve.model import ServeSettings
     from gatebench.serve.server import serve_forever, serve_workers
+    from gatebench.served import served_model
 
     try:
         settings = ServeSettings(
@@ -177,7 +177,7 @@ def serve(
             token=token,
         )
         # With several workers each loads its own model; this process only supervises.
-        model = api.served_model(model_dir, settings) if workers == 1 else None
+        model = served_model(model_dir, settings) if workers == 1 else None
         if model is None:
             from gatebench.artifacts import read_json
             from gatebench.modeldir import MANIFEST
@@ -250,7 +250,7 @@ def bench_latency(
     """HTTP latency per stage over a concurrency sweep, and in-process scoring latency."""
     _one_math_thread()  # as `gatebench serve` runs
     from gatebench.artifacts import write_json
-    from gatebench.serve.bench import latency_tables, run_latency_bench
+    from gatebench.serve.latency import latency_tables, run_latency_bench
 
     try:
         result = run_latency_bench(

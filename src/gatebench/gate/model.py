@@ -683,7 +683,7 @@ class Gate:
             if not isinstance(loaded.detector, Gate):
                 raise TypeError(
                     f"{p} holds a {loaded.meta['detector']['name']!r} model, not Gate; "
-                    "load it with gatebench.api.served_model or `gatebench detect`"
+                    "load it with gatebench.served.served_model or `gatebench detect`"
                 )
             loaded.detector.threshold = loaded.threshold
             return loaded.detector

@@ -4,6 +4,6 @@ Defined in :mod:`gatebench.served`, below :mod:`gatebench.api`, which builds
 them for ``gatebench detect`` too; re-exported here for the service's modules.
 """
 
-from gatebench.served import ServedModel, ServeSettings, windows
+from gatebench.served import ServedModel, ServeSettings
 
-__all__ = ["ServeSettings", "ServedModel", "windows"]
+__all__ = ["ServeSettings", "ServedModel"]

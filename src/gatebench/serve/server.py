@@ -8,10 +8,10 @@ from typing import Any
 
 import uvicorn
 
-from gatebench.api import served_model
 from gatebench.serve.app import create_app
 from gatebench.serve.model import ServedModel, ServeSettings
 from gatebench.serve.protocol import http_protocol
+from gatebench.served import served_model
 
 __all__ = ["ServerThread", "app_from_env", "serve_forever", "serve_workers"]
 
