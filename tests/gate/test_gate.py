@@ -194,7 +194,7 @@ def test_content_feature_head_reads_fewer_columns_and_reloads() -> None:
     content = FeatureHead(content_only=True).fit(texts, y)
     full = FeatureHead().fit(texts, y)
     assert content.coef.size < full.coef.size
-    restored = FeatureHead.from_state(*content.state())
+    restored = FeatureHead.from_state(content.get_state())
     assert restored.content_only
     assert np.allclose(restored.score([plain, styled]), content.score([plain, styled]))
 
