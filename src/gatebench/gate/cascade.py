@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gatebench.gate.features import escalation_cues
+
 if TYPE_CHECKING:
     from gatebench.gate.judge import LLMJudge
     from gatebench.gate.model import Gate
 
-__all__ = ["exit_fractions", "new_stats", "run_cascade", "stage_report"]
+__all__ = ["exit_fractions", "new_stats", "route", "run_cascade", "stage_report"]
 
 
 def new_stats() -> dict[str, float]:
@@ -43,6 +45,18 @@ def exit_fractions(stats: dict[str, float]) -> dict[str, float]:
         "deferred_band": stats["deferred_band"] / n,
         "deferred_cue": stats["deferred_cue"] / n,
     }
+
+
+def route(
+    p_fast: np.ndarray, features: np.ndarray, band: tuple[float, float], *, escalate: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows the deferred stage takes: ``(in_band, escalated)`` (see :meth:`Gate.route`)."""
+    lo, hi = band
+    in_band = (p_fast >= lo) & (p_fast <= hi)
+    escalated = np.zeros_like(in_band)
+    if escalate:
+        escalated = ~in_band & (p_fast < hi) & escalation_cues(features)
+    return in_band, escalated
 
 
 def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, tuple[float, ...]]:

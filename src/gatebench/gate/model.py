@@ -16,8 +16,9 @@ validation rows so that about ``band_fraction`` of them fall in it, centred
 the region where the global operating point will sit.
 
 :class:`Gate` holds the model and its fast path; fitting it is
-:mod:`~gatebench.gate.training`, and one scoring pass through the stages is
-:mod:`~gatebench.gate.cascade`.
+:mod:`~gatebench.gate.training`, one scoring pass through the stages is
+:mod:`~gatebench.gate.cascade`, and the combiners' column layout is
+:mod:`~gatebench.gate.columns`.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ from typing import Any, Self
 import numpy as np
 
 from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
-from gatebench.gate.cascade import exit_fractions, new_stats, run_cascade, stage_report
-from gatebench.gate.combiner import COMBINER_KINDS, Blend, Combiner, HeadMean
+from gatebench.gate.cascade import exit_fractions, new_stats, route, run_cascade, stage_report
+from gatebench.gate.columns import column_names, combiner_input, feature_columns
+from gatebench.gate.combiner import Blend, Combiner, HeadMean
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
-from gatebench.gate.features import FEATURE_NAMES, STYLE_FEATURES, escalation_cues
+from gatebench.gate.features import STYLE_FEATURES
 from gatebench.gate.heads import (
     HEAD_TYPES,
     SENTENCE_HEAD_TYPES,
@@ -43,6 +45,7 @@ from gatebench.gate.heads import (
 )
 from gatebench.gate.heads.base import Valid
 from gatebench.gate.judge import LLMJudge
+from gatebench.gate.params import check_params
 from gatebench.gate.persist import load_gate, save_gate
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.training import fit_gate
@@ -51,7 +54,6 @@ from gatebench.gate.views import Featurizer, Views
 __all__ = ["DEFAULT_HEADS", "STYLE_FEATURES", "Gate"]
 
 DEFAULT_HEADS: tuple[str, ...] = tuple(HEAD_TYPES)
-META_FEATURE_SETS = ("all", "content")
 
 
 class Gate:
@@ -151,19 +153,14 @@ class Gate:
         stack_groups: int = 0,
         blend_heads: Sequence[str] = ("embed",),
     ) -> None:
-        unknown = [h for h in heads if h not in HEAD_TYPES]
-        if unknown or not heads:
-            raise ValueError(
-                f"heads={list(heads)!r}: unknown or empty; choose from {list(HEAD_TYPES)}"
-            )
-        if meta_features not in META_FEATURE_SETS:
-            raise ValueError(
-                f"meta_features={meta_features!r}: choose one of {list(META_FEATURE_SETS)}"
-            )
-        if combine not in COMBINER_KINDS:
-            raise ValueError(f"combine={combine!r}: choose one of {list(COMBINER_KINDS)}")
-        if not 0.0 <= band_fraction < 1.0:
-            raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
+        check_params(
+            heads=heads,
+            meta_features=meta_features,
+            combine=combine,
+            band_fraction=band_fraction,
+            stack_groups=stack_groups,
+            blend_heads=blend_heads,
+        )
         self.seed = int(seed)
         self.head_names = tuple(heads)
         self.head_params = {k: dict(v) for k, v in (head_params or {}).items()}
@@ -195,22 +192,9 @@ class Gate:
         self.meta_features = meta_features
         self.monotone = bool(monotone)
         self.combine = combine
-        if stack_groups < 0 or stack_groups == 1:
-            raise ValueError(f"stack_groups={stack_groups!r}: use 0 (off) or at least 2, e.g. 40")
         self.stack_groups = int(stack_groups)
         self.blend_heads = tuple(blend_heads)
-        if combine == "blend" and (
-            not self.blend_heads
-            or set(self.blend_heads) - set(self.head_names)
-            or NeighbourHead.name in self.blend_heads
-        ):
-            raise ValueError(
-                f"blend_heads={list(self.blend_heads)!r}: name one or more of the linear heads "
-                f"in heads={list(self.head_names)!r}, e.g. ['embed']"
-            )
-        self._feature_cols = np.array(
-            [meta_features == "all" or f not in STYLE_FEATURES for f in FEATURE_NAMES]
-        )
+        self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------
     def _get_featurizer(self) -> Featurizer:
@@ -279,30 +263,13 @@ class Gate:
         ``per_head`` holds the fast heads' :meth:`Head.meta_x` columns, then
         (for the deferred combiner) the MiniLM heads'.
         """
-        if self.combine == "mean":
-            heads = [*self.heads.values(), *self.sentence_heads.values()][: len(per_head)]
-            cols = [
-                h.logit_from_decision(h.decision_from_meta(m))
-                for h, m in zip(heads, per_head, strict=True)
-            ]
-            return np.column_stack(cols).astype(np.float64)
-        features = views.features[:, self._feature_cols]
-        return np.column_stack([*per_head, features]).astype(np.float64)
+        heads = [*self.heads.values(), *self.sentence_heads.values()]
+        return combiner_input(per_head, heads, views, self._feature_cols, combine=self.combine)
 
     def meta_names(self, *, sentence: bool = False) -> list[str]:
         """Column names of the fast combiner's input (``sentence``: the deferred one's)."""
         heads = [*self.head_names, *(SENTENCE_HEAD_TYPES if sentence else ())]
-        if self.combine == "mean":
-            return [f"{h}_logit" for h in heads]
-        names = []
-        for h in heads:
-            if h in (NeighbourHead.name, "minilm_neighbours"):
-                names += [f"{h}_att_max", f"{h}_att_topk", f"{h}_ben_max", f"{h}_ben_topk"]
-            else:
-                names.append(f"{h}_margin")
-        return names + [
-            f for f, keep in zip(FEATURE_NAMES, self._feature_cols, strict=True) if keep
-        ]
+        return column_names(heads, self._feature_cols, combine=self.combine)
 
     # -- fit ---------------------------------------------------------------------------
     def fit(self, texts: Sequence[str], labels: np.ndarray, *, valid: Valid = None) -> Self:
@@ -362,12 +329,7 @@ class Gate:
         ``in_band``: the fast score lies in the uncertainty band.
         ``escalated``: below the band's top, but an escalation cue fired.
         """
-        lo, hi = self.band
-        in_band = (p_fast >= lo) & (p_fast <= hi)
-        escalated = np.zeros_like(in_band)
-        if self.escalate:
-            escalated = ~in_band & (p_fast < hi) & escalation_cues(features)
-        return in_band, escalated
+        return route(p_fast, features, self.band, escalate=self.escalate)
 
     def score(self, texts: Sequence[str]) -> np.ndarray:
         """Cascade P(attack): the fast score, or the deferred score for routed rows."""

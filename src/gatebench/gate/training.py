@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gatebench.gate.columns import column_direction
 from gatebench.gate.combiner import Blend, Combiner, HeadMean, cross_fit
 from gatebench.gate.features import escalation_cues
 from gatebench.gate.heads import Head, sigmoid
@@ -23,7 +24,7 @@ from gatebench.gate.views import Views
 if TYPE_CHECKING:
     from gatebench.gate.model import Gate
 
-__all__ = ["cluster_groups", "column_direction", "fit_gate"]
+__all__ = ["cluster_groups", "fit_gate"]
 
 _EPS = 1e-6
 
@@ -31,15 +32,6 @@ _EPS = 1e-6
 def _logit(p: np.ndarray) -> np.ndarray:
     p = np.clip(np.asarray(p, dtype=np.float64), _EPS, 1 - _EPS)
     return np.asarray(np.log(p) - np.log1p(-p))
-
-
-def column_direction(column: str) -> int:
-    """Monotone direction of a combiner column: +1 attack evidence, -1 benign, 0 free."""
-    if column.endswith(("_ben_max", "_ben_topk")):
-        return -1
-    if column.endswith(("_margin", "_att_max", "_att_topk")):
-        return 1
-    return 0
 
 
 def cluster_groups(views: Views, n_groups: int, seed: int) -> np.ndarray | None:
