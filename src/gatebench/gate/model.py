@@ -46,7 +46,7 @@ from gatebench.gate.heads import (
 from gatebench.gate.heads.base import Valid
 from gatebench.gate.judge import LLMJudge
 from gatebench.gate.params import check_params
-from gatebench.gate.persist import load_gate, save_gate
+from gatebench.gate.persist import open_gate, save_gate
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.training import fit_gate
 from gatebench.gate.views import Featurizer, Views
@@ -395,16 +395,4 @@ class Gate:
         (then the threshold is the operating point it ships) or one written
         by :meth:`save`.
         """
-        from gatebench.modeldir import MANIFEST, load_model
-
-        p = Path(path)
-        if (p / MANIFEST).is_file():
-            loaded = load_model(p)
-            if not isinstance(loaded.detector, Gate):
-                raise TypeError(
-                    f"{p} holds a {loaded.meta['detector']['name']!r} model, not Gate; "
-                    "load it with gatebench.api.served_model or `gatebench detect`"
-                )
-            loaded.detector.threshold = loaded.threshold
-            return loaded.detector
-        return load_gate(p, Gate)
+        return open_gate(Path(path), Gate)

@@ -37,7 +37,14 @@ from gatebench.gate.static_embed import StaticEmbedder
 if TYPE_CHECKING:
     from gatebench.gate.model import Gate
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "IncompatibleModelError", "load_gate", "save_gate"]
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "IncompatibleModelError",
+    "load_gate",
+    "open_gate",
+    "save_gate",
+]
 
 FORMAT_NAME = "gatebench-gate"
 #: Bump whenever a field's meaning or an array's layout changes.
@@ -242,3 +249,23 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
     gate.trace_id = meta["trace_id"]
     gate.fit_info = meta["fit_info"]
     return gate
+
+
+def open_gate(path: Path, gate_cls: type[Gate]) -> Gate:
+    """A Gate from a directory written by ``gatebench train -d gate`` or by :func:`save_gate`.
+
+    A ``gatebench train`` directory ships the operating threshold chosen on
+    out-of-fold scores; it replaces the one recorded with the Gate's state.
+    """
+    from gatebench.modeldir import MANIFEST, load_model
+
+    if (path / MANIFEST).is_file():
+        loaded = load_model(path)
+        if not isinstance(loaded.detector, gate_cls):
+            raise TypeError(
+                f"{path} holds a {loaded.meta['detector']['name']!r} model, not Gate; "
+                "load it with gatebench.api.served_model or `gatebench detect`"
+            )
+        loaded.detector.threshold = loaded.threshold
+        return loaded.detector
+    return load_gate(path, gate_cls)
