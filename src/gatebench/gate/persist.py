@@ -12,6 +12,11 @@
       minilm.onnx         the int8 MiniLM graph the deferred stage reads texts with
       minilm-tokenizer.json  its tokenizer
 
+Every head is saved the same way: its :meth:`~gatebench.gate.heads.Head.get_state`
+dictionary is split into the JSON-able values (``head_params.<head>`` in
+``gate.json``) and the arrays (``<head>/<name>`` in ``arrays.npz``), and
+joined again for ``from_state`` on load.
+
 Arrays are read with ``allow_pickle=False``, so a model directory cannot run
 code when loaded. A directory written under another format version is
 refused with a message that says which versions are involved and what to do.
