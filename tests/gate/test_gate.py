@@ -194,7 +194,7 @@ def test_content_feature_head_reads_fewer_columns_and_reloads() -> None:
     content = FeatureHead(content_only=True).fit(texts, y)
     full = FeatureHead().fit(texts, y)
     assert content.coef.size < full.coef.size
-    restored = FeatureHead.from_state(*content.state())
+    restored = FeatureHead.from_state(content.get_state())
     assert restored.content_only
     assert np.allclose(restored.score([plain, styled]), content.score([plain, styled]))
 
@@ -253,16 +253,18 @@ def test_mean_combiner_is_the_calibrated_mean_of_head_log_odds(dataset, embedder
 
 def test_stack_groups_hold_whole_clusters_out_of_each_inner_fit(dataset, embedder) -> None:  # type: ignore[no-untyped-def]
     from gatebench.gate.combiner import cross_fit
+    from gatebench.gate.training import cluster_groups
 
     texts, y = dataset
     kw = {"embedder": embedder, "n_folds": 3, "cache_dir": None, "heads": ["char", "embed"]}
     gate = Gate(seed=6, stack_groups=8, sentence=False, **kw).fit(texts, y)
     views = gate._get_featurizer().without_cache()(texts)
-    groups = gate._groups(views)
+    groups = cluster_groups(views, gate.stack_groups, gate.seed)
     # k is capped at one cluster per 50 texts on small fits.
     assert groups is not None and len(np.unique(groups)) == min(8, len(texts) // 50)
     # The same seed clusters the same way (the fit's own groups were made like these).
-    assert np.array_equal(groups, Gate(seed=6, stack_groups=8, **kw)._groups(views))
+    assert np.array_equal(groups, cluster_groups(views, 8, seed=6))
+    assert cluster_groups(views, 0, seed=6) is None  # stack_groups=0: plain folds
     seen: list[set[int]] = []
 
     class Spy:

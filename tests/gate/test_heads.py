@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
@@ -36,8 +38,12 @@ def test_head_is_a_detector(name: str, dataset, embedder, make_data) -> None:  #
 def test_head_state_round_trip(name: str, dataset, embedder) -> None:  # type: ignore[no-untyped-def]
     texts, y = dataset
     head = _head(name, embedder).fit(texts, y)
-    params, arrays = head.state()  # type: ignore[attr-defined]
-    again = type(head).from_state(params, arrays)  # type: ignore[attr-defined]
+    state = head.get_state()
+    # Plain values for gate.json, named arrays for arrays.npz, and nothing else.
+    plain = {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}
+    assert json.loads(json.dumps(plain)) == plain
+    assert all(v.dtype != object for v in state.values() if isinstance(v, np.ndarray))
+    again = type(head).from_state(state)
     if hasattr(again, "embedder"):
         again.embedder = embedder
     probe = texts[:40]
@@ -95,6 +101,18 @@ def test_neighbour_bank_entry_never_votes_for_its_own_text(dataset, embedder) ->
     assert y[0] == 1
     assert cols(head, [texts[0] + " now"])[0, 0] > cols(head, [texts[0]])[0, 0]
     # the keys survive a save/load round trip
-    again = NeighbourHead.from_state(*head.state())
+    again = NeighbourHead.from_state(head.get_state())
     again.embedder = embedder
     np.testing.assert_array_equal(cols(again, texts[:5]), cols(head, texts[:5]))
+
+
+def test_state_without_a_later_setting_takes_its_default(dataset) -> None:  # type: ignore[no-untyped-def]
+    from gatebench.gate.heads import FeatureHead
+
+    texts, y = dataset
+    head = FeatureHead(C=0.5).fit(texts, y)
+    state = head.get_state()
+    del state["content_only"]  # as written before the setting existed
+    again = FeatureHead.from_state(state)
+    assert again.content_only is False and again.C == 0.5
+    assert np.array_equal(again.score(texts[:10]), head.score(texts[:10]))

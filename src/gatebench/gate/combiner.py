@@ -17,7 +17,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from gatebench.gate.heads import Head, sigmoid
+from gatebench.gate.heads.base import Head, fit_platt, sigmoid
 from gatebench.gate.views import Views
 
 __all__ = ["COMBINER_KINDS", "Blend", "Combiner", "HeadMean", "cross_fit"]
@@ -175,8 +175,6 @@ class Combiner(_Calibrated):
         """Boost on ``x`` with early stopping on ``x_valid``, then calibrate on it."""
         import lightgbm as lgb
 
-        from gatebench.gate.heads import _platt
-
         train = lgb.Dataset(x, y, feature_name=feature_names or "auto", free_raw_data=True)
         valid = lgb.Dataset(x_valid, y_valid, reference=train)
         self.booster = lgb.train(
@@ -187,7 +185,7 @@ class Combiner(_Calibrated):
             callbacks=[lgb.early_stopping(self.patience, verbose=False)],
         )
         self.best_iteration = int(self.booster.best_iteration or self.max_rounds)
-        self.platt = _platt(self.raw(x_valid), y_valid)
+        self.platt = fit_platt(self.raw(x_valid), y_valid)
         return self
 
     def raw(self, x: np.ndarray) -> np.ndarray:
@@ -246,9 +244,8 @@ class HeadMean(_Calibrated):
         feature_names: list[str] | None = None,
     ) -> Self:
         """Calibrate on the validation rows (the training rows teach it nothing)."""
-        from gatebench.gate.heads import _platt
 
-        self.platt = _platt(self.raw(x_valid), y_valid)
+        self.platt = fit_platt(self.raw(x_valid), y_valid)
         return self
 
     def raw(self, x: np.ndarray) -> np.ndarray:
@@ -309,10 +306,9 @@ class Blend(_Calibrated):
         feature_names: list[str] | None = None,
     ) -> Self:
         """Fit the trees as usual, then calibrate the blend on the validation rows."""
-        from gatebench.gate.heads import _platt
 
         self.trees.fit(x, y, x_valid, y_valid, feature_names=feature_names)
-        self.platt = _platt(self.raw(x_valid), y_valid)
+        self.platt = fit_platt(self.raw(x_valid), y_valid)
         return self
 
     def _anchors(self, x: np.ndarray) -> np.ndarray:

@@ -26,7 +26,7 @@ from typing import Any, Self
 import numpy as np
 
 from gatebench.gate._decode import decode_variants
-from gatebench.gate.heads import sigmoid
+from gatebench.gate.heads.base import sigmoid
 
 __all__ = ["DEFERRED_FEATURES", "DeferredStage", "text_windows"]
 

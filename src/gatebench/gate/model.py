@@ -14,69 +14,46 @@ evidence, whose calibrated score replaces the fast one. The band is set on
 validation rows so that about ``band_fraction`` of them fall in it, centred
 (in log-odds) on the validation threshold that maximises F1 at FPR <= 1%:
 the region where the global operating point will sit.
+
+:class:`Gate` holds the model and its fast path; fitting it is
+:mod:`~gatebench.gate.training`, one scoring pass through the stages is
+:mod:`~gatebench.gate.cascade`, and the combiners' column layout is
+:mod:`~gatebench.gate.columns`.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 
 from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
-from gatebench.gate.combiner import COMBINER_KINDS, Blend, Combiner, HeadMean, cross_fit
+from gatebench.gate.cascade import exit_fractions, new_stats, route, run_cascade, stage_report
+from gatebench.gate.columns import column_names, combiner_input, feature_columns
+from gatebench.gate.combiner import Blend, Combiner, HeadMean
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
-from gatebench.gate.features import FEATURE_NAMES, STYLE_FEATURES, escalation_cues
+from gatebench.gate.features import STYLE_FEATURES
 from gatebench.gate.heads import (
     HEAD_TYPES,
     SENTENCE_HEAD_TYPES,
     FeatureHead,
     Head,
     NeighbourHead,
-    sigmoid,
 )
+from gatebench.gate.heads.base import Valid
 from gatebench.gate.judge import LLMJudge
-from gatebench.gate.persist import load_gate, save_gate
+from gatebench.gate.params import check_params
+from gatebench.gate.persist import open_gate, save_gate
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
+from gatebench.gate.training import fit_gate
 from gatebench.gate.views import Featurizer, Views
 
 __all__ = ["DEFAULT_HEADS", "STYLE_FEATURES", "Gate"]
 
-Valid = tuple[Sequence[str], np.ndarray] | None
 DEFAULT_HEADS: tuple[str, ...] = tuple(HEAD_TYPES)
-_EPS = 1e-6
-META_FEATURE_SETS = ("all", "content")
-
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(np.asarray(p, dtype=np.float64), _EPS, 1 - _EPS)
-    return np.asarray(np.log(p) - np.log1p(-p))
-
-
-def _direction(column: str) -> int:
-    """Monotone direction of a combiner column: +1 attack evidence, -1 benign, 0 free."""
-    if column.endswith(("_ben_max", "_ben_topk")):
-        return -1
-    if column.endswith(("_margin", "_att_max", "_att_topk")):
-        return 1
-    return 0
-
-
-def _new_stats() -> dict[str, float]:
-    return {
-        "requests": 0,
-        "fast_exit": 0,
-        "deferred_band": 0,
-        "deferred_cue": 0,
-        "judge_calls": 0,
-        "judge_failures": 0,
-        "fast_seconds": 0.0,
-        "deferred_seconds": 0.0,
-        "judge_seconds": 0.0,
-    }
 
 
 class Gate:
@@ -176,19 +153,14 @@ class Gate:
         stack_groups: int = 0,
         blend_heads: Sequence[str] = ("embed",),
     ) -> None:
-        unknown = [h for h in heads if h not in HEAD_TYPES]
-        if unknown or not heads:
-            raise ValueError(
-                f"heads={list(heads)!r}: unknown or empty; choose from {list(HEAD_TYPES)}"
-            )
-        if meta_features not in META_FEATURE_SETS:
-            raise ValueError(
-                f"meta_features={meta_features!r}: choose one of {list(META_FEATURE_SETS)}"
-            )
-        if combine not in COMBINER_KINDS:
-            raise ValueError(f"combine={combine!r}: choose one of {list(COMBINER_KINDS)}")
-        if not 0.0 <= band_fraction < 1.0:
-            raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
+        check_params(
+            heads=heads,
+            meta_features=meta_features,
+            combine=combine,
+            band_fraction=band_fraction,
+            stack_groups=stack_groups,
+            blend_heads=blend_heads,
+        )
         self.seed = int(seed)
         self.head_names = tuple(heads)
         self.head_params = {k: dict(v) for k, v in (head_params or {}).items()}
@@ -210,7 +182,7 @@ class Gate:
         self.head_thresholds: dict[str, float] = {}
         self.fit_info: dict[str, Any] = {}
         self.trace_id: str | None = None
-        self.stats = _new_stats()
+        self.stats = new_stats()
         self.sentence = bool(sentence)
         self.sentence_tokens = int(sentence_tokens)
         self._encoder = encoder
@@ -220,22 +192,9 @@ class Gate:
         self.meta_features = meta_features
         self.monotone = bool(monotone)
         self.combine = combine
-        if stack_groups < 0 or stack_groups == 1:
-            raise ValueError(f"stack_groups={stack_groups!r}: use 0 (off) or at least 2, e.g. 40")
         self.stack_groups = int(stack_groups)
         self.blend_heads = tuple(blend_heads)
-        if combine == "blend" and (
-            not self.blend_heads
-            or set(self.blend_heads) - set(self.head_names)
-            or NeighbourHead.name in self.blend_heads
-        ):
-            raise ValueError(
-                f"blend_heads={list(self.blend_heads)!r}: name one or more of the linear heads "
-                f"in heads={list(self.head_names)!r}, e.g. ['embed']"
-            )
-        self._feature_cols = np.array(
-            [meta_features == "all" or f not in STYLE_FEATURES for f in FEATURE_NAMES]
-        )
+        self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------
     def _get_featurizer(self) -> Featurizer:
@@ -304,43 +263,13 @@ class Gate:
         ``per_head`` holds the fast heads' :meth:`Head.meta_x` columns, then
         (for the deferred combiner) the MiniLM heads'.
         """
-        if self.combine == "mean":
-            heads = [*self.heads.values(), *self.sentence_heads.values()][: len(per_head)]
-            cols = [
-                h.logit_from_decision(h.decision_from_meta(m))
-                for h, m in zip(heads, per_head, strict=True)
-            ]
-            return np.column_stack(cols).astype(np.float64)
-        features = views.features[:, self._feature_cols]
-        return np.column_stack([*per_head, features]).astype(np.float64)
-
-    def _new_combiner(self, *, sentence: bool) -> Combiner | HeadMean | Blend:
-        if self.combine == "mean":
-            return HeadMean()
-        params = dict(self.combiner_params)
-        names = self.meta_names(sentence=sentence)
-        if self.monotone:
-            params["monotone_constraints"] = [_direction(n) for n in names]
-        trees = Combiner(seed=self.seed, **params)
-        if self.combine == "blend":
-            columns = [names.index(f"{h}_margin") for h in self.blend_heads]
-            return Blend(trees, columns, [self.heads[h].platt for h in self.blend_heads])
-        return trees
+        heads = [*self.heads.values(), *self.sentence_heads.values()]
+        return combiner_input(per_head, heads, views, self._feature_cols, combine=self.combine)
 
     def meta_names(self, *, sentence: bool = False) -> list[str]:
         """Column names of the fast combiner's input (``sentence``: the deferred one's)."""
         heads = [*self.head_names, *(SENTENCE_HEAD_TYPES if sentence else ())]
-        if self.combine == "mean":
-            return [f"{h}_logit" for h in heads]
-        names = []
-        for h in heads:
-            if h in (NeighbourHead.name, "minilm_neighbours"):
-                names += [f"{h}_att_max", f"{h}_att_topk", f"{h}_ben_max", f"{h}_ben_topk"]
-            else:
-                names.append(f"{h}_margin")
-        return names + [
-            f for f, keep in zip(FEATURE_NAMES, self._feature_cols, strict=True) if keep
-        ]
+        return column_names(heads, self._feature_cols, combine=self.combine)
 
     # -- fit ---------------------------------------------------------------------------
     def fit(self, texts: Sequence[str], labels: np.ndarray, *, valid: Valid = None) -> Self:
@@ -356,117 +285,8 @@ class Gate:
             Early-stopping, calibration and band-setting rows. When omitted,
             a stratified 15% of the training rows is held out for them.
         """
-        t0 = time.perf_counter()
-        y = np.asarray(labels, dtype=np.int64)
-        texts = list(texts)
-        if valid is None:
-            from sklearn.model_selection import train_test_split
-
-            idx = np.arange(len(texts))
-            tr, va = train_test_split(idx, test_size=0.15, stratify=y, random_state=self.seed)
-            valid = ([texts[i] for i in va], y[va])
-            texts, y = [texts[i] for i in tr], y[tr]
-        v_texts, v_y = list(valid[0]), np.asarray(valid[1], dtype=np.int64)
-        feat = self._get_featurizer()
-        views, v_views = feat(texts), feat(v_texts)
-        t_feat = time.perf_counter()
-
-        # One clustering per fit: the fast and MiniLM heads are cross-fitted on the same folds.
-        groups = self._groups(views)
-        heads, oof_meta = self._stack(self._make_heads, views, y, groups)
-        t_cross = time.perf_counter()
-        self.heads = {h.name: h for h in heads}
-        v_meta = [h.meta_x(h.x_of(v_views)) for h in heads]
-        self.combiner = self._new_combiner(sentence=False).fit(
-            self._combiner_x(oof_meta, views), y, self._combiner_x(v_meta, v_views), v_y
-        )
-        t_comb = time.perf_counter()
-
-        p_valid = self.combiner.proba(self._combiner_x(v_meta, v_views))
-        p_base = p_valid
-        t_sent = time.perf_counter()
-        if self.sentence:
-            p_base = self._fit_sentence(views, y, v_views, v_y, oof_meta, v_meta, groups)
-        t_sent = time.perf_counter() - t_sent
-        self._set_head_thresholds(v_views, v_y)
-        self._fit_cascade(v_texts, v_views, v_y, p_valid, p_base)
-        t_end = time.perf_counter()
-        self.fit_info = {
-            "n_train": len(texts),
-            "n_valid": len(v_texts),
-            "best_iteration": self.combiner.best_iteration,
-            "band": list(self.band),
-            "deferred_coef": [float(c) for c in self.deferred.coef],
-            "seconds": {
-                "featurise": t_feat - t0,
-                "cross_fit": t_cross - t_feat,
-                "heads_and_combiner": t_comb - t_cross,
-                "sentence_stage": t_sent,
-                "cascade": t_end - t_comb - t_sent,
-                "total": t_end - t0,
-            },
-        }
+        fit_gate(self, texts, labels, valid)
         return self
-
-    def _stack(
-        self,
-        make: Callable[[], list[Head]],
-        views: Views,
-        y: np.ndarray,
-        groups: np.ndarray | None,
-    ) -> tuple[list[Head], list[np.ndarray]]:
-        """Cross-fit ``make()``'s heads, then fit each on every row.
-
-        Returns the fitted heads (Platt-calibrated on their out-of-fold
-        margins) and the out-of-fold combiner columns of every head.
-        """
-        oof_meta, oof_dec = cross_fit(
-            make, views, y, n_folds=self.n_folds, seed=self.seed, groups=groups
-        )
-        heads = make()
-        for j, head in enumerate(heads):
-            head.fit_x(head.x_of(views), y)
-            head.calibrate(oof_dec[:, j], y)
-        return heads, oof_meta
-
-    def _groups(self, views: Views) -> np.ndarray | None:
-        """Cluster labels of the training texts for the inner cross-fit (None: plain folds)."""
-        if not self.stack_groups:
-            return None
-        from sklearn.cluster import MiniBatchKMeans
-
-        k = min(self.stack_groups, max(2, len(views) // 50))
-        km = MiniBatchKMeans(n_clusters=k, random_state=self.seed, n_init=3, batch_size=4096)
-        return np.asarray(km.fit_predict(np.asarray(views.static, dtype=np.float64)))
-
-    def _fit_sentence(
-        self,
-        views: Views,
-        y: np.ndarray,
-        v_views: Views,
-        v_y: np.ndarray,
-        oof_meta: list[np.ndarray],
-        v_meta: list[np.ndarray],
-        groups: np.ndarray | None,
-    ) -> np.ndarray:
-        """Fit the MiniLM heads and the deferred combiner; return its validation P(attack).
-
-        The MiniLM heads are cross-fitted with the fast heads' seed, so every
-        training row's fast and MiniLM columns come from sub-fits that never
-        saw it, and the deferred combiner stacks them like the fast one does.
-        """
-        self._sentence_views(views)
-        self._sentence_views(v_views)
-        heads, s_oof = self._stack(self._make_sentence_heads, views, y, groups)
-        self.sentence_heads = {h.name: h for h in heads}
-        v_s = [h.meta_x(h.x_of(v_views)) for h in heads]
-        self.sentence_combiner = self._new_combiner(sentence=True).fit(
-            self._combiner_x([*oof_meta, *s_oof], views),
-            y,
-            self._combiner_x([*v_meta, *v_s], v_views),
-            v_y,
-        )
-        return self.sentence_combiner.proba(self._combiner_x([*v_meta, *v_s], v_views))
 
     def _sentence_proba(self, views: Views, fast_meta: list[np.ndarray]) -> np.ndarray:
         """The deferred combiner's P(attack) for ``views`` given the fast heads' columns."""
@@ -474,45 +294,6 @@ class Gate:
         self._sentence_views(views)
         s_meta = [h.meta_x(h.x_of(views)) for h in self.sentence_heads.values()]
         return self.sentence_combiner.proba(self._combiner_x([*fast_meta, *s_meta], views))
-
-    def _set_head_thresholds(self, v_views: Views, v_y: np.ndarray) -> None:
-        from gatebench.threshold import fold_threshold
-
-        for name, head in {**self.heads, **self.sentence_heads}.items():
-            p = head.proba_from_decision(head.decision_x(head.x_of(v_views)))
-            self.head_thresholds[name] = float(fold_threshold(v_y, p)[0]) if v_y.any() else 0.5
-
-    def _fit_cascade(
-        self,
-        v_texts: list[str],
-        v_views: Views,
-        v_y: np.ndarray,
-        p_valid: np.ndarray,
-        p_base: np.ndarray,
-    ) -> None:
-        """Set the band on the fast scores; fit the evidence weights on the deferred base."""
-        from gatebench.threshold import select_operating_point
-
-        centre = 0.5
-        if v_y.any() and not v_y.all():
-            op = select_operating_point(v_y, p_valid, max_fpr=0.01)
-            centre = op.threshold if op.feasible else 0.5
-        c = float(_logit(np.array([centre]))[0])
-        dist = np.abs(_logit(p_valid) - c)
-        if self.band_fraction <= 0 or not len(dist):
-            self.band = (1.0, 1.0)
-            return
-        d = float(np.quantile(dist, self.band_fraction))
-        self.band = (float(sigmoid(np.array(c - d))), float(sigmoid(np.array(c + d))))
-        # The evidence weights are fitted on a band three times as wide: the
-        # real band holds too few validation rows for four weights.
-        wide = float(np.quantile(dist, min(1.0, 3 * self.band_fraction)))
-        train = (dist <= wide) | escalation_cues(v_views.features)
-        if min(int(v_y[train].sum()), int((1 - v_y[train]).sum())) < 10:
-            train = np.ones(len(v_y), dtype=bool)
-        idx = np.flatnonzero(train)
-        ev = self.deferred.evidence([v_texts[i] for i in idx], p_base[idx], self._fast_pieces)
-        self.deferred.fit(ev, v_y[idx])
 
     # -- scoring -----------------------------------------------------------------------
     def _check_fitted(self) -> Combiner | HeadMean | Blend:
@@ -548,16 +329,11 @@ class Gate:
         ``in_band``: the fast score lies in the uncertainty band.
         ``escalated``: below the band's top, but an escalation cue fired.
         """
-        lo, hi = self.band
-        in_band = (p_fast >= lo) & (p_fast <= hi)
-        escalated = np.zeros_like(in_band)
-        if self.escalate:
-            escalated = ~in_band & (p_fast < hi) & escalation_cues(features)
-        return in_band, escalated
+        return route(p_fast, features, self.band, escalate=self.escalate)
 
     def score(self, texts: Sequence[str]) -> np.ndarray:
         """Cascade P(attack): the fast score, or the deferred score for routed rows."""
-        return self._cascade(list(texts))[0]
+        return run_cascade(self, list(texts))[0]
 
     def score_stages(self, texts: Sequence[str]) -> tuple[np.ndarray, list[str], dict[str, float]]:
         """:meth:`score`, plus the stage that decided each text and per-stage milliseconds.
@@ -572,60 +348,9 @@ class Gate:
             Wall milliseconds of this call in ``fast`` and, when any text went
             there, ``deferred`` (and ``judge``).
         """
-        out, routed, seconds = self._cascade(list(texts))
-        stages = ["fast"] * len(out)
-        for i in routed:
-            stages[i] = "deferred"
-        ms = {"fast": seconds[0] * 1e3}
-        if routed.size:
-            ms["deferred"] = seconds[1] * 1e3
-            if self.judge is not None:
-                ms["judge"] = seconds[2] * 1e3
+        out, routed, seconds = run_cascade(self, list(texts))
+        stages, ms = stage_report(len(out), routed, seconds, judged=self.judge is not None)
         return out, stages, ms
-
-    def _cascade(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, tuple[float, ...]]:
-        """Scores, the indices routed to the deferred stage, and seconds per stage."""
-        if not texts:
-            self._check_fitted()
-            return np.zeros(0), np.zeros(0, dtype=np.intp), (0.0, 0.0, 0.0)
-        t0 = time.perf_counter()
-        views = self._get_featurizer()(texts)
-        p, per_head = self._fast_meta(views)
-        in_band, escalated = self.route(p, views.features)
-        t1 = time.perf_counter()
-        routed = np.flatnonzero(in_band | escalated)
-        out = p.copy()
-        if routed.size:
-            base = p[routed]
-            if self.sentence_combiner is not None:
-                base = self._sentence_proba(views.take(routed), [m[routed] for m in per_head])
-            ev = self.deferred.evidence([texts[i] for i in routed], base, self._fast_pieces)
-            out[routed] = self.deferred.proba(ev)
-        t2 = time.perf_counter()
-        if routed.size and self.judge is not None:
-            out[routed] = self._apply_judge([texts[i] for i in routed], out[routed])
-        t3 = time.perf_counter()
-        s = self.stats
-        s["requests"] += len(texts)
-        s["fast_exit"] += len(texts) - routed.size
-        s["deferred_band"] += int(in_band.sum())
-        s["deferred_cue"] += int(escalated.sum())
-        s["fast_seconds"] += t1 - t0
-        s["deferred_seconds"] += t2 - t1
-        s["judge_seconds"] += t3 - t2
-        return np.clip(out, 0.0, 1.0), routed, (t1 - t0, t2 - t1, t3 - t2)
-
-    def _apply_judge(self, texts: list[str], p: np.ndarray) -> np.ndarray:
-        assert self.judge is not None
-        out = p.copy()
-        for i, t in enumerate(texts):
-            self.stats["judge_calls"] += 1
-            v = self.judge.verdict(t)
-            if v is None:
-                self.stats["judge_failures"] += 1
-                continue
-            out[i] = (1 - self.judge.weight) * p[i] + self.judge.weight * v
-        return out
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         """Hard labels at the recorded operating threshold (``score >= threshold``)."""
@@ -649,16 +374,11 @@ class Gate:
 
     def exit_fractions(self) -> dict[str, float]:
         """Share of scored requests that exited fast, or were deferred by band or by cue."""
-        n = max(self.stats["requests"], 1)
-        return {
-            "fast": self.stats["fast_exit"] / n,
-            "deferred_band": self.stats["deferred_band"] / n,
-            "deferred_cue": self.stats["deferred_cue"] / n,
-        }
+        return exit_fractions(self.stats)
 
     def reset_stats(self) -> None:
         """Zero the exit and latency counters."""
-        self.stats = _new_stats()
+        self.stats = new_stats()
 
     # -- persistence -------------------------------------------------------------------
     def save(self, path: Path | str, *, trace_id: str | None = None) -> Path:
@@ -675,16 +395,4 @@ class Gate:
         (then the threshold is the operating point it ships) or one written
         by :meth:`save`.
         """
-        from gatebench.modeldir import MANIFEST, load_model
-
-        p = Path(path)
-        if (p / MANIFEST).is_file():
-            loaded = load_model(p)
-            if not isinstance(loaded.detector, Gate):
-                raise TypeError(
-                    f"{p} holds a {loaded.meta['detector']['name']!r} model, not Gate; "
-                    "load it with gatebench.served.served_model or `gatebench detect`"
-                )
-            loaded.detector.threshold = loaded.threshold
-            return loaded.detector
-        return load_gate(p, Gate)
+        return open_gate(Path(path), Gate)

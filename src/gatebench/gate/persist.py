@@ -12,6 +12,11 @@
       minilm.onnx         the int8 MiniLM graph the deferred stage reads texts with
       minilm-tokenizer.json  its tokenizer
 
+Every head is saved the same way: its :meth:`~gatebench.gate.heads.Head.get_state`
+dictionary is split into the JSON-able values (``head_params.<head>`` in
+``gate.json``) and the arrays (``<head>/<name>`` in ``arrays.npz``), and
+joined again for ``from_state`` on load.
+
 Arrays are read with ``allow_pickle=False``, so a model directory cannot run
 code when loaded. A directory written under another format version is
 refused with a message that says which versions are involved and what to do.
@@ -30,14 +35,21 @@ from gatebench.errors import DetectorError
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
-from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES
+from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES, Head
 from gatebench.gate.judge import LLMJudge
 from gatebench.gate.static_embed import StaticEmbedder
 
 if TYPE_CHECKING:
     from gatebench.gate.model import Gate
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "IncompatibleModelError", "load_gate", "save_gate"]
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "IncompatibleModelError",
+    "load_gate",
+    "open_gate",
+    "save_gate",
+]
 
 FORMAT_NAME = "gatebench-gate"
 #: Bump whenever a field's meaning or an array's layout changes.
@@ -65,9 +77,9 @@ def save_gate(gate: Gate, path: Path) -> Path:
     arrays: dict[str, np.ndarray] = {"static/vectors": gate._embedder.vectors.astype(np.float16)}
     head_params: dict[str, Any] = {}
     for name, head in {**gate.heads, **gate.sentence_heads}.items():
-        params, arrs = head.state()
+        params, head_arrays = _split_state(head.get_state())
         head_params[name] = params
-        arrays.update({f"{name}/{k}": v for k, v in arrs.items()})
+        arrays.update({f"{name}/{k}": v for k, v in head_arrays.items()})
     meta = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -122,6 +134,28 @@ def save_gate(gate: Gate, path: Path) -> Path:
     # gate.json last: its presence marks a complete directory.
     (path / "gate.json").write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
     return path
+
+
+def _split_state(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A head's state as ``gate.json`` parameters and ``arrays.npz`` entries."""
+    params = {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}
+    return params, {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
+
+
+def _read_heads(
+    names: list[str],
+    types: dict[str, type[Head]],
+    meta: dict[str, Any],
+    arrays: dict[str, np.ndarray],
+) -> dict[str, Head]:
+    """The heads ``names``, each rebuilt from its parameters and its ``<name>/`` arrays."""
+    heads = {}
+    for name in names:
+        prefix = f"{name}/"
+        state = dict(meta["head_params"][name])
+        state.update({k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)})
+        heads[name] = types[name].from_state(state)
+    return heads
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
@@ -195,13 +229,10 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         threshold=meta["threshold"],
         sentence=meta["sentence"] is not None,
     )
-    for name in meta["heads"]:
-        prefix = f"{name}/"
-        head_arrays = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
-        head = HEAD_TYPES[name].from_state(meta["head_params"][name], head_arrays)  # type: ignore[attr-defined]
-        if hasattr(head, "embedder"):
+    gate.heads = _read_heads(meta["heads"], HEAD_TYPES, meta, arrays)
+    for head in gate.heads.values():
+        if hasattr(head, "embedder"):  # standalone scoring reads texts through it
             head.embedder = embedder
-        gate.heads[name] = head
     gate.combiner = _combiner(
         gate, path / "combiner.lgb.txt", meta["combiner"]["platt"], meta["combiner"].get("blend")
     )
@@ -213,12 +244,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
             max_tokens=int(sent["max_tokens"]),
         )
         gate.sentence_tokens = int(sent["max_tokens"])
-        for name in sent["heads"]:
-            prefix = f"{name}/"
-            head_arrays = {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)}
-            gate.sentence_heads[name] = SENTENCE_HEAD_TYPES[name].from_state(  # type: ignore[attr-defined]
-                meta["head_params"][name], head_arrays
-            )
+        gate.sentence_heads = _read_heads(sent["heads"], SENTENCE_HEAD_TYPES, meta, arrays)
         gate.sentence_combiner = _combiner(
             gate, path / "sentence.lgb.txt", sent["platt"], sent.get("blend")
         )
@@ -228,3 +254,23 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
     gate.trace_id = meta["trace_id"]
     gate.fit_info = meta["fit_info"]
     return gate
+
+
+def open_gate(path: Path, gate_cls: type[Gate]) -> Gate:
+    """A Gate from a directory written by ``gatebench train -d gate`` or by :func:`save_gate`.
+
+    A ``gatebench train`` directory ships the operating threshold chosen on
+    out-of-fold scores; it replaces the one recorded with the Gate's state.
+    """
+    from gatebench.modeldir import MANIFEST, load_model
+
+    if (path / MANIFEST).is_file():
+        loaded = load_model(path)
+        if not isinstance(loaded.detector, gate_cls):
+            raise TypeError(
+                f"{path} holds a {loaded.meta['detector']['name']!r} model, not Gate; "
+                "load it with gatebench.served.served_model or `gatebench detect`"
+            )
+        loaded.detector.threshold = loaded.threshold
+        return loaded.detector
+    return load_gate(path, gate_cls)

@@ -1,0 +1,72 @@
+"""The combiners' input layout: which columns, in which order, under which names.
+
+The fast and the deferred combiner read the heads' outputs and the
+handcrafted features in one fixed order. Fitting, scoring, the saved model
+(``gate.json`` records the names) and the monotone constraints must all
+agree on it, so it is defined once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from gatebench.gate.features import FEATURE_NAMES, STYLE_FEATURES
+from gatebench.gate.heads import Head, NeighbourHead, SentenceNeighbourHead
+from gatebench.gate.views import Views
+
+__all__ = ["column_direction", "column_names", "combiner_input", "feature_columns"]
+
+_NEIGHBOUR_HEADS = (NeighbourHead.name, SentenceNeighbourHead.name)
+
+
+def feature_columns(meta_features: str) -> np.ndarray:
+    """Mask over :data:`FEATURE_NAMES`: all of them, or (``"content"``) all but the style ones."""
+    return np.array([meta_features == "all" or f not in STYLE_FEATURES for f in FEATURE_NAMES])
+
+
+def column_names(head_names: Sequence[str], feature_cols: np.ndarray, *, combine: str) -> list[str]:
+    """Names of a combiner's input columns for the heads ``head_names``, in order."""
+    if combine == "mean":
+        return [f"{h}_logit" for h in head_names]
+    names = []
+    for h in head_names:
+        if h in _NEIGHBOUR_HEADS:
+            names += [f"{h}_att_max", f"{h}_att_topk", f"{h}_ben_max", f"{h}_ben_topk"]
+        else:
+            names.append(f"{h}_margin")
+    return names + [f for f, keep in zip(FEATURE_NAMES, feature_cols, strict=True) if keep]
+
+
+def column_direction(column: str) -> int:
+    """Monotone direction of a combiner column: +1 attack evidence, -1 benign, 0 free."""
+    if column.endswith(("_ben_max", "_ben_topk")):
+        return -1
+    if column.endswith(("_margin", "_att_max", "_att_topk")):
+        return 1
+    return 0
+
+
+def combiner_input(
+    per_head: list[np.ndarray],
+    heads: Sequence[Head],
+    views: Views,
+    feature_cols: np.ndarray,
+    *,
+    combine: str,
+) -> np.ndarray:
+    """A combiner's input: head columns and meta-features, or one log-odds column per head.
+
+    ``per_head`` holds each head's :meth:`Head.meta_x` columns, in the order
+    of ``heads`` (the fast heads, then for the deferred combiner the MiniLM
+    heads); ``heads`` may run longer than ``per_head``.
+    """
+    if combine == "mean":
+        cols = [
+            h.logit_from_decision(h.decision_from_meta(m))
+            for h, m in zip(heads[: len(per_head)], per_head, strict=True)
+        ]
+        return np.column_stack(cols).astype(np.float64)
+    features = views.features[:, feature_cols]
+    return np.column_stack([*per_head, features]).astype(np.float64)

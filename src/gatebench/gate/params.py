@@ -1,0 +1,49 @@
+"""Checks on Gate's settings, run when a Gate is built.
+
+A fit takes minutes; a misspelt head or an impossible band should fail at
+construction, with a message that names the setting and a valid value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gatebench.gate.combiner import COMBINER_KINDS
+from gatebench.gate.heads import HEAD_TYPES, NeighbourHead
+
+__all__ = ["META_FEATURE_SETS", "check_params"]
+
+#: Which handcrafted features the fast path reads.
+META_FEATURE_SETS = ("all", "content")
+
+
+def check_params(
+    *,
+    heads: Sequence[str],
+    meta_features: str,
+    combine: str,
+    band_fraction: float,
+    stack_groups: int,
+    blend_heads: Sequence[str],
+) -> None:
+    """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
+    unknown = [h for h in heads if h not in HEAD_TYPES]
+    if unknown or not heads:
+        raise ValueError(f"heads={list(heads)!r}: unknown or empty; choose from {list(HEAD_TYPES)}")
+    if meta_features not in META_FEATURE_SETS:
+        raise ValueError(
+            f"meta_features={meta_features!r}: choose one of {list(META_FEATURE_SETS)}"
+        )
+    if combine not in COMBINER_KINDS:
+        raise ValueError(f"combine={combine!r}: choose one of {list(COMBINER_KINDS)}")
+    if not 0.0 <= band_fraction < 1.0:
+        raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
+    if stack_groups < 0 or stack_groups == 1:
+        raise ValueError(f"stack_groups={stack_groups!r}: use 0 (off) or at least 2, e.g. 40")
+    if combine == "blend" and (
+        not blend_heads or set(blend_heads) - set(heads) or NeighbourHead.name in blend_heads
+    ):
+        raise ValueError(
+            f"blend_heads={list(blend_heads)!r}: name one or more of the linear heads "
+            f"in heads={list(heads)!r}, e.g. ['embed']"
+        )

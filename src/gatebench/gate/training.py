@@ -1,0 +1,210 @@
+"""Fitting a Gate: cross-fit the heads, fit the combiners, set the band and the deferred weights.
+
+:class:`~gatebench.gate.model.Gate` holds what a fitted model needs to
+score; how it gets fitted lives here, so that the order of the fitting
+steps (and which rows each one may see) reads in one place, and a saved
+model that only serves requests never runs any of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gatebench.gate.columns import column_direction
+from gatebench.gate.combiner import Blend, Combiner, HeadMean, cross_fit
+from gatebench.gate.features import escalation_cues
+from gatebench.gate.heads import Head, sigmoid
+from gatebench.gate.heads.base import Valid
+from gatebench.gate.views import Views
+
+if TYPE_CHECKING:
+    from gatebench.gate.model import Gate
+
+__all__ = ["cluster_groups", "fit_gate"]
+
+_EPS = 1e-6
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), _EPS, 1 - _EPS)
+    return np.asarray(np.log(p) - np.log1p(-p))
+
+
+def cluster_groups(views: Views, n_groups: int, seed: int) -> np.ndarray | None:
+    """Cluster labels of the training texts for the inner cross-fit (None: plain folds).
+
+    ``n_groups`` is Gate's ``stack_groups``: 0 is off; otherwise k-means on
+    the static embedding, capped at one cluster per 50 texts on small fits.
+    """
+    if not n_groups:
+        return None
+    from sklearn.cluster import MiniBatchKMeans
+
+    k = min(n_groups, max(2, len(views) // 50))
+    km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=4096)
+    return np.asarray(km.fit_predict(np.asarray(views.static, dtype=np.float64)))
+
+
+def fit_gate(gate: Gate, texts: Sequence[str], labels: np.ndarray, valid: Valid) -> None:
+    """Fit ``gate`` in place: heads, combiner, band and deferred stage (see :meth:`Gate.fit`)."""
+    t0 = time.perf_counter()
+    y = np.asarray(labels, dtype=np.int64)
+    texts = list(texts)
+    if valid is None:
+        from sklearn.model_selection import train_test_split
+
+        idx = np.arange(len(texts))
+        tr, va = train_test_split(idx, test_size=0.15, stratify=y, random_state=gate.seed)
+        valid = ([texts[i] for i in va], y[va])
+        texts, y = [texts[i] for i in tr], y[tr]
+    v_texts, v_y = list(valid[0]), np.asarray(valid[1], dtype=np.int64)
+    feat = gate._get_featurizer()
+    views, v_views = feat(texts), feat(v_texts)
+    t_feat = time.perf_counter()
+
+    # One clustering per fit: the fast and MiniLM heads are cross-fitted on the same folds.
+    groups = cluster_groups(views, gate.stack_groups, gate.seed)
+    heads, oof_meta = _stack(gate, gate._make_heads, views, y, groups)
+    t_cross = time.perf_counter()
+    gate.heads = {h.name: h for h in heads}
+    v_meta = [h.meta_x(h.x_of(v_views)) for h in heads]
+    gate.combiner = _new_combiner(gate, sentence=False).fit(
+        gate._combiner_x(oof_meta, views), y, gate._combiner_x(v_meta, v_views), v_y
+    )
+    t_comb = time.perf_counter()
+
+    p_valid = gate.combiner.proba(gate._combiner_x(v_meta, v_views))
+    p_base = p_valid
+    t_sent = time.perf_counter()
+    if gate.sentence:
+        p_base = _fit_sentence(gate, views, y, v_views, v_y, oof_meta, v_meta, groups)
+    t_sent = time.perf_counter() - t_sent
+    _set_head_thresholds(gate, v_views, v_y)
+    _fit_cascade(gate, v_texts, v_views, v_y, p_valid, p_base)
+    t_end = time.perf_counter()
+    gate.fit_info = {
+        "n_train": len(texts),
+        "n_valid": len(v_texts),
+        "best_iteration": gate.combiner.best_iteration,
+        "band": list(gate.band),
+        "deferred_coef": [float(c) for c in gate.deferred.coef],
+        "seconds": {
+            "featurise": t_feat - t0,
+            "cross_fit": t_cross - t_feat,
+            "heads_and_combiner": t_comb - t_cross,
+            "sentence_stage": t_sent,
+            "cascade": t_end - t_comb - t_sent,
+            "total": t_end - t0,
+        },
+    }
+
+
+def _new_combiner(gate: Gate, *, sentence: bool) -> Combiner | HeadMean | Blend:
+    if gate.combine == "mean":
+        return HeadMean()
+    params = dict(gate.combiner_params)
+    names = gate.meta_names(sentence=sentence)
+    if gate.monotone:
+        params["monotone_constraints"] = [column_direction(n) for n in names]
+    trees = Combiner(seed=gate.seed, **params)
+    if gate.combine == "blend":
+        columns = [names.index(f"{h}_margin") for h in gate.blend_heads]
+        return Blend(trees, columns, [gate.heads[h].platt for h in gate.blend_heads])
+    return trees
+
+
+def _stack(
+    gate: Gate,
+    make: Callable[[], list[Head]],
+    views: Views,
+    y: np.ndarray,
+    groups: np.ndarray | None,
+) -> tuple[list[Head], list[np.ndarray]]:
+    """Cross-fit ``make()``'s heads, then fit each on every row.
+
+    Returns the fitted heads (Platt-calibrated on their out-of-fold
+    margins) and the out-of-fold combiner columns of every head.
+    """
+    oof_meta, oof_dec = cross_fit(
+        make, views, y, n_folds=gate.n_folds, seed=gate.seed, groups=groups
+    )
+    heads = make()
+    for j, head in enumerate(heads):
+        head.fit_x(head.x_of(views), y)
+        head.calibrate(oof_dec[:, j], y)
+    return heads, oof_meta
+
+
+def _fit_sentence(
+    gate: Gate,
+    views: Views,
+    y: np.ndarray,
+    v_views: Views,
+    v_y: np.ndarray,
+    oof_meta: list[np.ndarray],
+    v_meta: list[np.ndarray],
+    groups: np.ndarray | None,
+) -> np.ndarray:
+    """Fit the MiniLM heads and the deferred combiner; return its validation P(attack).
+
+    The MiniLM heads are cross-fitted with the fast heads' seed, so every
+    training row's fast and MiniLM columns come from sub-fits that never
+    saw it, and the deferred combiner stacks them like the fast one does.
+    """
+    gate._sentence_views(views)
+    gate._sentence_views(v_views)
+    heads, s_oof = _stack(gate, gate._make_sentence_heads, views, y, groups)
+    gate.sentence_heads = {h.name: h for h in heads}
+    v_s = [h.meta_x(h.x_of(v_views)) for h in heads]
+    gate.sentence_combiner = _new_combiner(gate, sentence=True).fit(
+        gate._combiner_x([*oof_meta, *s_oof], views),
+        y,
+        gate._combiner_x([*v_meta, *v_s], v_views),
+        v_y,
+    )
+    return gate.sentence_combiner.proba(gate._combiner_x([*v_meta, *v_s], v_views))
+
+
+def _set_head_thresholds(gate: Gate, v_views: Views, v_y: np.ndarray) -> None:
+    from gatebench.threshold import fold_threshold
+
+    for name, head in {**gate.heads, **gate.sentence_heads}.items():
+        p = head.proba_from_decision(head.decision_x(head.x_of(v_views)))
+        gate.head_thresholds[name] = float(fold_threshold(v_y, p)[0]) if v_y.any() else 0.5
+
+
+def _fit_cascade(
+    gate: Gate,
+    v_texts: list[str],
+    v_views: Views,
+    v_y: np.ndarray,
+    p_valid: np.ndarray,
+    p_base: np.ndarray,
+) -> None:
+    """Set the band on the fast scores; fit the evidence weights on the deferred base."""
+    from gatebench.threshold import select_operating_point
+
+    centre = 0.5
+    if v_y.any() and not v_y.all():
+        op = select_operating_point(v_y, p_valid, max_fpr=0.01)
+        centre = op.threshold if op.feasible else 0.5
+    c = float(_logit(np.array([centre]))[0])
+    dist = np.abs(_logit(p_valid) - c)
+    if gate.band_fraction <= 0 or not len(dist):
+        gate.band = (1.0, 1.0)
+        return
+    d = float(np.quantile(dist, gate.band_fraction))
+    gate.band = (float(sigmoid(np.array(c - d))), float(sigmoid(np.array(c + d))))
+    # The evidence weights are fitted on a band three times as wide: the
+    # real band holds too few validation rows for four weights.
+    wide = float(np.quantile(dist, min(1.0, 3 * gate.band_fraction)))
+    train = (dist <= wide) | escalation_cues(v_views.features)
+    if min(int(v_y[train].sum()), int((1 - v_y[train]).sum())) < 10:
+        train = np.ones(len(v_y), dtype=bool)
+    idx = np.flatnonzero(train)
+    ev = gate.deferred.evidence([v_texts[i] for i in idx], p_base[idx], gate._fast_pieces)
+    gate.deferred.fit(ev, v_y[idx])
