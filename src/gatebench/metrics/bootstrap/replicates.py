@@ -173,7 +173,8 @@ def headline_block(
 
 def _rowsum(x: NDArray[np.int32]) -> NDArray[np.int32]:
     # int32 accumulation is exact (a resample has fewer than 2**31 rows) and SIMD-fast.
-    return np.add.reduce(x, axis=1, dtype=np.int32)
+    out: NDArray[np.int32] = np.add.reduce(x, axis=1, dtype=np.int32)
+    return out
 
 
 def _nanmean_rows(x: NDArray[np.float64]) -> NDArray[np.float64]:
