@@ -118,7 +118,8 @@ def train(
     detector = make_detector(spec, seed=child_seed(config.seed, "final", "detector"))
     detector.fit([texts[i] for i in tr], labels[tr], valid=([texts[i] for i in va], labels[va]))
     op = result.operating_point.model_dump(mode="json")
-    extra: dict[str, Any] = {"operating_point": op, "evaluation_run": str(run_dir)}
+    extra: dict[str, Any] = {"operating_point": op, "evaluation_run": str(run_dir.resolve())}
+    extra["trace_spec"] = trace.info["spec"]  # what `gatebench evaluate` checks overlap against
     if held is not None:
         overlap = int(trace.info["chunking"]["chunk_overlap"])
         extra["holdout"] = write_holdout(model_dir, held, overlap, holdout)

@@ -5,6 +5,7 @@ This package builds the typer ``app`` (the ``gatebench`` console script, and
 
 - :mod:`~gatebench.cli.data`: ``data list|show``, ``trace build``;
 - :mod:`~gatebench.cli.run`: ``run``, ``train``, ``compare``, ``diagnose``, ``report``;
+- :mod:`~gatebench.cli.evaluate`: ``evaluate``;
 - :mod:`~gatebench.cli.serve`: ``detect``, ``serve``, ``bench latency``;
 - :mod:`~gatebench.cli.bulk`: ``score``, ``audit``;
 - :mod:`~gatebench.cli.plugins`: ``detectors list``, ``diagnostics list``;
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import typer
 
-from gatebench.cli import bulk, data, plugins, run, serve
+from gatebench.cli import bulk, data, evaluate, plugins, run, serve
 
 __all__ = ["app", "main"]
 
@@ -31,6 +32,7 @@ app = typer.Typer(
 )
 app.command("run")(run.run)
 app.command("train")(run.train)
+app.command("evaluate")(evaluate.evaluate)
 app.command("detect")(serve.detect)
 app.command("serve")(serve.serve)
 app.command("compare")(run.compare)

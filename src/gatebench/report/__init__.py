@@ -58,4 +58,24 @@ def report_command(run_dir: Path | str, out: Path | str | None = None) -> Path:
             f"RUN_DIR {str(root)!r} is not a directory; pass the folder `gatebench run` "
             "printed (it holds result.json)"
         )
+    if _is_unseen(root / "result.json"):
+        from gatebench.report.unseen import render_unseen
+
+        if out is not None:
+            raise ConfigError(
+                f"{root} holds a `gatebench evaluate` result; its report is always written to "
+                "RUN_DIR/report.html (drop --out)"
+            )
+        return render_unseen(root)
     return render_report(root, out)
+
+
+def _is_unseen(path: Path) -> bool:
+    """True for a ``gatebench evaluate`` result (``kind`` = ``unseen``); False otherwise."""
+    import json
+
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # the run reader names the problem
+    return isinstance(payload, dict) and payload.get("kind") == "unseen"

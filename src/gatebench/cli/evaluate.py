@@ -1,0 +1,112 @@
+"""``gatebench evaluate``: a shipped model (or a detector fitted on the trace) on never-seen sets.
+
+The command is a plain function; :mod:`gatebench.cli` registers it on the app.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gatebench.cli.options import DataDir, Seed, console, fail, fmt_pct
+from gatebench.errors import ConfigError, GatebenchError
+
+__all__ = ["evaluate"]
+
+
+def evaluate(
+    args: Annotated[
+        list[str],
+        typer.Argument(
+            help="MODEL_DIR then DATA (registered sources or presets); with --detector, DATA only."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Output directory (result.json, report).")],
+    detector: Annotated[
+        str | None,
+        typer.Option("--detector", "-d", help="Fit this detector on the trace, then evaluate."),
+    ] = None,
+    keep_overlap: Annotated[
+        bool,
+        typer.Option("--keep-overlap", help="Score prompts the training trace already holds."),
+    ] = False,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples B.")] = 2000,
+    data_dir: DataDir = None,
+    seed: Seed = None,
+) -> None:
+    """Score a model at its shipped threshold on sets it never trained on; write OUT."""
+    from gatebench.config import RunConfig
+    from gatebench.report.unseen import render_unseen
+    from gatebench.unseen import evaluate_model
+
+    try:
+        model_dir, data = _split_args(args, detector)
+        root = RunConfig().seed if seed is None else seed
+        if detector is not None:
+            # Kept beside the result, so the figures trace back to the exact model and run.
+            model_dir = _fit(detector, data_dir, root, out / "fitted")
+        evaluate_model(
+            model_dir,
+            data,
+            out=out,
+            data_dir=data_dir,
+            keep_overlap=keep_overlap,
+            seed=root,
+            n_resamples=bootstrap,
+        )
+        report = render_unseen(out)
+    except GatebenchError as exc:
+        fail(exc)
+    _print(out)
+    console.print(f"report: {report}", highlight=False)
+
+
+def _split_args(args: list[str], detector: str | None) -> tuple[Path, list[str]]:
+    if detector is not None:
+        if not args:
+            raise ConfigError("give the sets to evaluate on: gatebench evaluate -d NAME DATA...")
+        return Path(), list(args)
+    if len(args) < 2:
+        raise ConfigError(
+            "give a model directory and at least one set: gatebench evaluate MODEL_DIR DATA... "
+            "(or --detector NAME DATA... to fit one on the trace first)"
+        )
+    return Path(args[0]), list(args[1:])
+
+
+def _fit(detector: str, data_dir: Path | None, seed: int, where: Path) -> Path:
+    """Train ``detector`` on the configured trace; its model and evaluation run go to ``where``."""
+    from gatebench import api
+    from gatebench.config import load_config
+
+    config = load_config(
+        None, detector=detector, data_dir=data_dir, seed=seed, runs_dir=where / "runs"
+    )
+    return api.train(config, where / "model")
+
+
+def _print(out: Path) -> None:
+    from gatebench.unseen.result import UnseenResult
+
+    r = UnseenResult.read(out / "result.json")
+    table = Table(title=f"{r.model.detector.get('name')} at θ = {r.model.threshold:.4f} (95% CI)")
+    for col in ("side", "n", "recall", "FPR", "F1", "AUC"):
+        table.add_column(col)
+    for label, rates in (("in distribution", r.in_distribution), ("never seen", r.pooled)):
+        if rates is None:
+            continue
+        cells = []
+        for m in ("recall", "fpr", "f1", "auc"):
+            ci = rates.ci.get(m)
+            band = f" [{fmt_pct(ci.low)}, {fmt_pct(ci.high)}]" if ci is not None else ""
+            cells.append(fmt_pct(getattr(rates, m)) + band)
+        table.add_row(label, f"{rates.n:,}", *cells)
+    console.print(table)
+    if r.overlap.checked:
+        console.print(
+            f"set aside {r.overlap.prompts} prompts the training trace already holds",
+            highlight=False,
+        )

@@ -1,0 +1,179 @@
+"""How a shipped model does on sets it never trained on: ``gatebench evaluate``.
+
+The model is scored at its shipped threshold (never re-picked on the
+evaluated rows) on registered sources or files, after the prompts its
+training trace already holds are set aside, and the never-seen figures sit
+beside the in-distribution ones from the run that chose the threshold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gatebench import artifacts
+from gatebench.config import not_a_directory
+from gatebench.errors import ConfigError, DataError
+from gatebench.modeldir import LoadedModel, load_model
+from gatebench.served import ServeSettings
+from gatebench.trace import Trace, TraceSpec, build_trace
+from gatebench.unseen.baseline import in_distribution
+from gatebench.unseen.overlap import overlapping_prompts, training_spec, training_trace
+from gatebench.unseen.rates import pooled_rates, source_rates
+from gatebench.unseen.result import ModelInfo, Overlap, UnseenResult
+
+__all__ = ["UnseenResult", "evaluate_model", "model_sha256"]
+
+
+def model_sha256(model_dir: Path) -> str:
+    """One hash of every file in the model directory (relative path and bytes, in order)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in model_dir.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(model_dir)).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def _data_trace(
+    chunking: tuple[int, int],
+    sources: Sequence[str],
+    *,
+    seed: int,
+    data_dir: Path | None,
+    cache_dir: Path | None,
+) -> Trace:
+    """The evaluated sets as a trace, chunked as the model's training trace was; all scored."""
+    size, overlap = chunking
+    named = TraceSpec(sources=tuple(sources), seed=seed, chunk_chars=size, chunk_overlap=overlap)
+    roles = dict.fromkeys(named.sources, "evaluation")
+    spec = TraceSpec(
+        sources=named.sources, seed=seed, roles=roles, chunk_chars=size, chunk_overlap=overlap
+    )
+    return build_trace(spec, data_dir=data_dir, cache_dir=cache_dir)
+
+
+def _chunking(model: LoadedModel, model_dir: Path, keep_overlap: bool) -> tuple[int, int]:
+    """The training trace's chunking; the serving default when it is unknown and unneeded."""
+    try:
+        spec = training_spec(model, model_dir)
+    except DataError:
+        if not keep_overlap:
+            raise
+        settings = ServeSettings()
+        spec = {"chunk_chars": settings.chunk_chars, "chunk_overlap": settings.chunk_overlap}
+    return int(spec["chunk_chars"]), int(spec["chunk_overlap"])
+
+
+def _score(model: LoadedModel, frame: pd.DataFrame) -> pd.DataFrame:
+    """Score every chunk and max-pool to prompts, as the run pools its OOF scores."""
+    scores = np.asarray(model.detector.score(frame["text"].tolist()), dtype=np.float64)
+    rows = frame[["sample_id", "source", "label"]].assign(score=scores)
+    pooled = rows.groupby("sample_id", sort=True).agg(
+        source=("source", "first"), label=("label", "first"), score=("score", "max")
+    )
+    return pooled.reset_index()
+
+
+def evaluate_model(
+    model_dir: Path,
+    sources: Sequence[str],
+    *,
+    out: Path,
+    data_dir: Path | None = None,
+    cache_dir: Path | None = None,
+    keep_overlap: bool = False,
+    seed: int = 20260527,
+    n_resamples: int = 2000,
+) -> Path:
+    """Score a model directory on ``sources`` and write ``out/result.json`` and ``out/oof.parquet``.
+
+    Parameters
+    ----------
+    model_dir : Path
+        From ``gatebench train``.
+    sources : sequence of str
+        Registered source names or presets.
+    out : Path
+        Output directory (created).
+    keep_overlap : bool
+        Score prompts the training trace already holds instead of excluding them.
+    seed, n_resamples
+        Root seed and B of the intervals.
+    """
+    try:
+        not_a_directory(out)
+    except ValueError as exc:
+        raise ConfigError(f"--out: {exc}") from None
+    t0 = time.perf_counter()
+    model = load_model(model_dir)
+    threshold = model.threshold
+    timings: dict[str, float] = {}
+    chunking = _chunking(model, model_dir, keep_overlap)
+    data = _data_trace(chunking, sources, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
+    frame = data.frame
+    timings["data"] = time.perf_counter() - t0
+    excluded: dict[str, int] = {}
+    overlap = Overlap(checked=False, excluded=False, how="not checked (--keep-overlap)")
+    if not keep_overlap:
+        t1 = time.perf_counter()
+        train = training_trace(model, model_dir, data_dir=data_dir, cache_dir=cache_dir)
+        seen = overlapping_prompts(train.frame, frame, int(train.info["spec"]["seed"]))
+        hit = frame["sample_id"].astype(str).isin(seen)
+        per = frame.loc[hit].drop_duplicates("sample_id")["source"].value_counts()
+        excluded = {str(k): int(v) for k, v in sorted(per.items())}
+        frame = frame.loc[~hit].reset_index(drop=True)
+        overlap = Overlap(
+            checked=True,
+            excluded=True,
+            prompts=len(seen),
+            by_source=excluded,
+            how="composite group (exact normalised text, MinHash cluster, parent or prompt id) "
+            f"shared with the model's training trace {train.trace_id[:12]}",
+        )
+        timings["overlap"] = time.perf_counter() - t1
+    if frame.empty:
+        raise ConfigError(
+            f"every prompt of {', '.join(sources)} is in the model's training trace; evaluate "
+            "on other sets, or pass --keep-overlap to score them anyway"
+        )
+    t2 = time.perf_counter()
+    prompts = _score(model, frame)
+    timings["score"] = time.perf_counter() - t2
+    y = prompts["label"].to_numpy(np.int64)
+    s = prompts["score"].to_numpy(np.float64)
+    src = prompts["source"].to_numpy(object)
+    t3 = time.perf_counter()
+    boot = {"seed": seed, "n_resamples": n_resamples}
+    result = UnseenResult(
+        model=ModelInfo(
+            dir=str(model_dir),
+            sha256=model_sha256(model_dir),
+            detector=dict(model.meta["detector"]),
+            threshold=threshold,
+            target_fpr=model.meta.get("target_fpr"),
+            trace_id=model.meta.get("trace_id"),
+        ),
+        data_trace_id=data.trace_id,
+        sources=sorted(set(src.tolist())),
+        overlap=overlap,
+        pooled=pooled_rates(y, s, src, threshold, **boot),
+        by_source=source_rates(y, s, src, threshold, excluded=excluded, **boot),
+        in_distribution=in_distribution(model, threshold),
+        in_distribution_run=model.meta.get("evaluation_run"),
+        seed=seed,
+        n_resamples=n_resamples,
+    )
+    timings["metrics"] = time.perf_counter() - t3
+    timings["total"] = time.perf_counter() - t0
+    result = result.model_copy(
+        update={"timings_seconds": {k: round(v, 3) for k, v in timings.items()}}
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    prompts.to_parquet(out / "oof.parquet", index=False)
+    artifacts.write_json(out / "result.json", result.model_dump(mode="json"))
+    return out

@@ -1,0 +1,87 @@
+"""Which evaluated prompts the model has already seen: its training trace, rebuilt and matched.
+
+A never-seen figure is only worth its name if no evaluated text (or a
+near-duplicate, or a translation grouped with it) sat in the model's fit.
+The model directory records the trace it was trained on; that trace is
+rebuilt from the same files (its id must match, or the mirror changed), and
+the evaluated rows are grouped with it by the run's composite key: exact
+normalised text, MinHash near-duplicate cluster, shared parent or prompt id,
+with the LSH seed the training trace used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gatebench.artifacts import read_json
+from gatebench.errors import DataError
+from gatebench.modeldir import LoadedModel
+from gatebench.seeding import child_seed
+from gatebench.split import LSHParams, group_keys
+from gatebench.trace import Trace, TraceSpec, build_trace
+
+__all__ = ["overlapping_prompts", "training_spec", "training_trace"]
+
+_FIX = "pass --keep-overlap to score every row without the check"
+
+
+def training_spec(model: LoadedModel, model_dir: Path) -> dict[str, Any]:
+    """The trace spec the model was trained on: its manifest, else its evaluation run's."""
+    spec = model.meta.get("trace_spec")
+    if isinstance(spec, dict):
+        return spec
+    run = model.meta.get("evaluation_run")
+    manifest = Path(str(run)) / "manifest.json" if run else None
+    if manifest is not None and manifest.is_file():
+        recorded = read_json(manifest).get("trace", {}).get("spec")
+        if isinstance(recorded, dict):
+            return recorded
+    raise DataError(
+        f"{model_dir} does not record the trace it was trained on (no trace_spec, and its "
+        f"evaluation run {run!r} is not readable), so overlap cannot be checked; retrain it "
+        f"with this gatebench, or {_FIX}"
+    )
+
+
+def training_trace(
+    model: LoadedModel, model_dir: Path, *, data_dir: Path | None, cache_dir: Path | None
+) -> Trace:
+    """Rebuild the model's training trace; refuse one whose files have changed."""
+    spec = training_spec(model, model_dir)
+    trace = build_trace(
+        TraceSpec(**{**spec, "sources": tuple(spec["sources"])}),
+        data_dir=data_dir,
+        cache_dir=cache_dir,
+    )
+    want = model.meta.get("trace_id")
+    if want and trace.trace_id != want:
+        raise DataError(
+            f"{model_dir} was trained on trace {str(want)[:12]}…, but its sources now give "
+            f"{trace.trace_id[:12]}… (the data files changed); point --data-dir at the files "
+            f"it was trained on, or {_FIX}"
+        )
+    return trace
+
+
+def overlapping_prompts(train: pd.DataFrame, evaluated: pd.DataFrame, seed: int) -> set[str]:
+    """Sample ids of ``evaluated`` that share a composite group with any ``train`` row.
+
+    ``seed`` is the training trace's root seed, so the MinHash clusters are
+    those its own grouping used.
+    """
+    both = pd.concat(
+        [train[["text", "sample_id", "parent_id"]], evaluated[["text", "sample_id", "parent_id"]]],
+        ignore_index=True,
+    )
+    parent = both["parent_id"].where(both["parent_id"].notna(), both["sample_id"])
+    params = LSHParams(seed=child_seed(seed, "minhash"))
+    groups = group_keys(both["text"].tolist(), both["sample_id"].tolist(), parent.tolist(), params)
+    n_train = len(train)
+    seen = np.zeros(int(groups.groups.max()) + 1, dtype=bool)
+    seen[groups.groups[:n_train]] = True
+    hit = seen[groups.groups[n_train:]]
+    return set(evaluated.loc[hit, "sample_id"].astype(str))

@@ -1,0 +1,111 @@
+"""The typed, versioned shape of ``gatebench evaluate``'s ``result.json``.
+
+A never-seen evaluation answers a different question from a run (how a
+shipped model does at its shipped threshold on sets it never trained on), so
+it has its own model, marked ``kind = "unseen"`` so that no reader mistakes
+one for the other. Intervals share :class:`gatebench.result.Interval`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gatebench.errors import SchemaError
+from gatebench.result import Interval
+
+__all__ = ["UNSEEN_SCHEMA_VERSION", "ModelInfo", "Rates", "UnseenResult", "UnseenSource"]
+
+UNSEEN_SCHEMA_VERSION = "1.0"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Rates(_Section):
+    """Counts, rates and their 95% intervals at one threshold (None where undefined)."""
+
+    n: int
+    n_attack: int
+    n_benign: int
+    recall: float | None = None
+    fpr: float | None = None
+    f1: float | None = None
+    precision: float | None = None
+    auc: float | None = None
+    ci: dict[str, Interval] = Field(default_factory=dict)
+
+
+class UnseenSource(Rates):
+    """One evaluated source (or file): its rates and its primary metric."""
+
+    source: str
+    primary_metric: str
+    primary: float | None = None
+    excluded_overlap: int = 0
+
+
+class ModelInfo(_Section):
+    """The model as evaluated: where, its content hash, and what it ships with."""
+
+    dir: str
+    sha256: str
+    detector: dict[str, Any]
+    threshold: float
+    target_fpr: float | None
+    trace_id: str | None
+
+
+class Overlap(_Section):
+    """Prompts of the evaluated sets that the model's training trace already holds."""
+
+    checked: bool
+    excluded: bool
+    prompts: int = 0
+    by_source: dict[str, int] = Field(default_factory=dict)
+    how: str = ""
+
+
+class UnseenResult(_Section):
+    """The whole of an evaluation's ``result.json``."""
+
+    schema_version: str = UNSEEN_SCHEMA_VERSION
+    kind: Literal["unseen"] = "unseen"
+    model: ModelInfo
+    data_trace_id: str
+    sources: list[str]
+    overlap: Overlap
+    pooled: Rates
+    by_source: list[UnseenSource]
+    in_distribution: Rates | None = None
+    in_distribution_run: str | None = None
+    seed: int
+    n_resamples: int
+    timings_seconds: dict[str, float] = Field(default_factory=dict)
+
+    @classmethod
+    def read(cls, path: Path) -> UnseenResult:
+        """Read and validate ``path``, naming it and the fix when it is not one."""
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SchemaError(f"cannot read {path}: {exc}. Re-run `gatebench evaluate`.") from exc
+        version = str(payload.get("schema_version", "")) if isinstance(payload, dict) else ""
+        if version.split(".")[0] != UNSEEN_SCHEMA_VERSION.split(".")[0]:
+            raise SchemaError(
+                f"{path} has schema_version {version!r}; this gatebench reads "
+                f"{UNSEEN_SCHEMA_VERSION}. Re-run `gatebench evaluate`."
+            )
+        try:
+            return cls.model_validate(payload)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise SchemaError(
+                f"{path}: {where}: {first['msg'].lower()}; the file was edited or damaged. "
+                "Re-run `gatebench evaluate`."
+            ) from None

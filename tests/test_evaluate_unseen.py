@@ -1,0 +1,119 @@
+"""``gatebench evaluate``: a shipped model at its shipped threshold on sets it never trained on.
+
+The model is the shared tfidf-lr model trained on xstest. Evaluating it on
+xstest plus another source must set every xstest prompt aside as overlap
+(and report it), score the other source, and give rates that a reference
+computation on the written OOF table reproduces.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import f1_score, recall_score, roc_auc_score
+from typer.testing import CliRunner
+
+from cli_checks import fails_cleanly
+from gatebench.cli import app
+from gatebench.unseen import model_sha256
+from gatebench.unseen.result import UnseenResult
+
+OTHER = "jackhhao-jailbreak-classification"
+
+
+@pytest.fixture(scope="module")
+def evaluated(xstest_tfidf: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    model_dir, _ = xstest_tfidf
+    out = tmp_path_factory.mktemp("unseen") / "out"
+    args = ["evaluate", str(model_dir), "xstest", OTHER, "--out", str(out), "--bootstrap", "300"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "set aside" in result.output and "never seen" in result.output
+    return out
+
+
+def test_training_overlap_is_reported_and_excluded(evaluated: Path, data_dir: Path) -> None:
+    r = UnseenResult.read(evaluated / "result.json")
+    assert r.overlap.checked and r.overlap.excluded
+    assert r.overlap.by_source["xstest"] == 450  # every xstest prompt sat in the fit
+    assert r.overlap.prompts >= 450
+    oof = pd.read_parquet(evaluated / "oof.parquet")
+    assert "xstest" not in set(oof["source"])
+    assert r.sources == [OTHER]
+    assert r.pooled.n == len(oof) > 0
+
+
+def test_rates_match_a_reference_at_the_shipped_threshold(
+    evaluated: Path, xstest_tfidf: tuple[Path, Path]
+) -> None:
+    r = UnseenResult.read(evaluated / "result.json")
+    manifest = json.loads((xstest_tfidf[0] / "gatebench-model.json").read_text())
+    assert r.model.threshold == manifest["threshold"]
+    oof = pd.read_parquet(evaluated / "oof.parquet")
+    y, s = oof["label"].to_numpy(), oof["score"].to_numpy()
+    pred = (s >= r.model.threshold).astype(int)
+    assert r.pooled.recall == pytest.approx(recall_score(y, pred))
+    assert r.pooled.f1 == pytest.approx(f1_score(y, pred))
+    assert r.pooled.fpr == pytest.approx(float(pred[y == 0].mean()))
+    assert r.pooled.auc == pytest.approx(roc_auc_score(y, s))
+    for key in ("recall", "fpr", "f1", "auc"):
+        ci = r.pooled.ci[key]
+        assert ci.low is not None and ci.high is not None
+        assert ci.low <= getattr(r.pooled, key) <= ci.high
+    (row,) = r.by_source
+    assert row.source == OTHER and row.primary_metric == "f1" and row.primary == r.pooled.f1
+
+
+def test_provenance_and_in_distribution_side(
+    evaluated: Path, xstest_tfidf: tuple[Path, Path]
+) -> None:
+    model_dir, run_dir = xstest_tfidf
+    r = UnseenResult.read(evaluated / "result.json")
+    assert r.model.sha256 == model_sha256(model_dir)
+    assert r.schema_version == "1.0" and r.kind == "unseen"
+    run = json.loads((run_dir / "result.json").read_text())
+    assert r.in_distribution is not None
+    assert r.in_distribution.f1 == run["metrics"]["headline"]["micro"]["f1"]
+
+
+def test_keep_overlap_scores_every_prompt(xstest_tfidf: tuple[Path, Path], tmp_path: Path) -> None:
+    out = tmp_path / "kept"
+    args = ["evaluate", str(xstest_tfidf[0]), "xstest", "--out", str(out), "--keep-overlap"]
+    result = CliRunner().invoke(app, [*args, "--bootstrap", "200"])
+    assert result.exit_code == 0, result.output
+    r = UnseenResult.read(out / "result.json")
+    assert not r.overlap.checked and r.pooled.n == 450
+
+
+def test_the_report_renders_the_gap_figure(evaluated: Path) -> None:
+    html = (evaluated / "report.html").read_text(encoding="utf-8")
+    assert 'id="unseen-gap"' in html and "<svg" in html
+    assert "in distribution (OOF)" in html and "never seen" in html
+    again = CliRunner().invoke(app, ["report", str(evaluated)])
+    assert again.exit_code == 0, again.output
+
+
+def test_bad_invocations_fail_cleanly(xstest_tfidf: tuple[Path, Path], tmp_path: Path) -> None:
+    fails_cleanly(
+        ["evaluate", str(xstest_tfidf[0]), "--out", str(tmp_path / "o")], "MODEL_DIR DATA"
+    )
+    missing = tmp_path / "nope"
+    fails_cleanly(["evaluate", str(missing), "xstest", "--out", str(tmp_path / "o")], str(missing))
+    only = xstest_tfidf[0]
+    fails_cleanly(
+        ["evaluate", str(only), "xstest", "--out", str(tmp_path / "all")], "every prompt of xstest"
+    )
+
+
+def test_scores_are_deterministic(xstest_tfidf: tuple[Path, Path], tmp_path: Path) -> None:
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        args = ["evaluate", str(xstest_tfidf[0]), OTHER, "--out", str(out), "--bootstrap", "200"]
+        assert CliRunner().invoke(app, args).exit_code == 0
+        outs.append(pd.read_parquet(out / "oof.parquet"))
+    np.testing.assert_array_equal(outs[0]["score"].to_numpy(), outs[1]["score"].to_numpy())
