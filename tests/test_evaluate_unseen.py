@@ -117,3 +117,18 @@ def test_scores_are_deterministic(xstest_tfidf: tuple[Path, Path], tmp_path: Pat
         assert CliRunner().invoke(app, args).exit_code == 0
         outs.append(pd.read_parquet(out / "oof.parquet"))
     np.testing.assert_array_equal(outs[0]["score"].to_numpy(), outs[1]["score"].to_numpy())
+
+
+def test_a_cap_takes_the_rows_a_capped_training_trace_never_saw(
+    xstest_tfidf: tuple[Path, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "capped"
+    args = ["evaluate", str(xstest_tfidf[0]), "alpaca-instructions", "--out", str(out)]
+    result = CliRunner().invoke(
+        app, [*args, "--cap", "alpaca-instructions=120", "--bootstrap", "200"]
+    )
+    assert result.exit_code == 0, result.output
+    r = UnseenResult.read(out / "result.json")
+    assert r.pooled.n + r.overlap.by_source.get("alpaca-instructions", 0) == 120
+    assert r.pooled.n_attack == 0 and r.pooled.recall is None and r.pooled.fpr is not None
+    assert r.by_source[0].primary_metric == "oda"

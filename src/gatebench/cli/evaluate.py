@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gatebench.cli.options import DataDir, Seed, console, fail, fmt_pct
+from gatebench.cli.options import Caps, DataDir, Seed, console, fail, fmt_pct, parse_caps
 from gatebench.errors import ConfigError, GatebenchError
 
 __all__ = ["evaluate"]
@@ -34,6 +34,7 @@ def evaluate(
         typer.Option("--keep-overlap", help="Score prompts the training trace already holds."),
     ] = False,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples B.")] = 2000,
+    caps: Caps = None,
     data_dir: DataDir = None,
     seed: Seed = None,
 ) -> None:
@@ -53,6 +54,7 @@ def evaluate(
             data,
             out=out,
             data_dir=data_dir,
+            caps=parse_caps(caps),
             keep_overlap=keep_overlap,
             seed=root,
             n_resamples=bootstrap,

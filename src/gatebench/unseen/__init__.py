@@ -43,6 +43,7 @@ def _data_trace(
     chunking: tuple[int, int],
     sources: Sequence[str],
     *,
+    caps: dict[str, int | None],
     seed: int,
     data_dir: Path | None,
     cache_dir: Path | None,
@@ -50,9 +51,13 @@ def _data_trace(
     """The evaluated sets as a trace, chunked as the model's training trace was; all scored."""
     size, overlap = chunking
     named = TraceSpec(sources=tuple(sources), seed=seed, chunk_chars=size, chunk_overlap=overlap)
-    roles = dict.fromkeys(named.sources, "evaluation")
     spec = TraceSpec(
-        sources=named.sources, seed=seed, roles=roles, chunk_chars=size, chunk_overlap=overlap
+        sources=named.sources,
+        caps=caps,
+        roles=dict.fromkeys(named.sources, "evaluation"),
+        chunk_chars=size,
+        chunk_overlap=overlap,
+        seed=seed,
     )
     return build_trace(spec, data_dir=data_dir, cache_dir=cache_dir)
 
@@ -86,6 +91,7 @@ def evaluate_model(
     out: Path,
     data_dir: Path | None = None,
     cache_dir: Path | None = None,
+    caps: dict[str, int | None] | None = None,
     keep_overlap: bool = False,
     seed: int = 20260527,
     n_resamples: int = 2000,
@@ -100,6 +106,9 @@ def evaluate_model(
         Registered source names or presets.
     out : Path
         Output directory (created).
+    caps : dict, optional
+        Rows kept per source (``None`` keeps all); default the cards' caps. A
+        source capped in the training trace has rows the model never saw.
     keep_overlap : bool
         Score prompts the training trace already holds instead of excluding them.
     seed, n_resamples
@@ -114,7 +123,9 @@ def evaluate_model(
     threshold = model.threshold
     timings: dict[str, float] = {}
     chunking = _chunking(model, model_dir, keep_overlap)
-    data = _data_trace(chunking, sources, seed=seed, data_dir=data_dir, cache_dir=cache_dir)
+    data = _data_trace(
+        chunking, sources, caps=caps or {}, seed=seed, data_dir=data_dir, cache_dir=cache_dir
+    )
     frame = data.frame
     timings["data"] = time.perf_counter() - t0
     excluded: dict[str, int] = {}
