@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,11 @@ import pandas as pd
 from gatebench.augment import EMBEDDED_SOURCE, embedded_injections
 from gatebench.chunking import chunk_texts, join_chunks
 from gatebench.data import get_loader
-from gatebench.data.loaders import DATASETS, Loader
-from gatebench.data.presets import DEFAULT_SOURCES, PAPER_SOURCES, PRESETS, TRAINING_SOURCES
+from gatebench.data.loaders import Loader
+from gatebench.data.local import FileOptions
+from gatebench.data.presets import DEFAULT_SOURCES, PAPER_SOURCES, TRAINING_SOURCES
 from gatebench.data.resolve import data_dir_from_env, resolve_files, resolve_root
+from gatebench.data.sources import expand_sources
 from gatebench.errors import ConfigError, DataError, SourceMissingError
 from gatebench.seeding import child_seed, child_sequence
 from gatebench.split import GroupResult, LSHParams, group_keys
@@ -77,7 +80,8 @@ class TraceSpec:
     Parameters
     ----------
     sources : tuple of str
-        Registered source names, or a single preset name (``default``, ``paper``, ``all``).
+        Registered source names, preset names (``default``, ``paper``, ``all``) and
+        paths to a user's files (:mod:`gatebench.data.sources`); held as source names.
     caps : dict
         Per-source cap overrides; a value of ``None`` lifts the card's default cap.
     chunk_chars : int
@@ -107,13 +111,14 @@ class TraceSpec:
     skip_missing: bool = False
     roles: dict[str, str] = field(default_factory=dict)
     embedded: int = 0
+    files: FileOptions = field(default_factory=FileOptions)
 
     def __post_init__(self) -> None:
-        if len(self.sources) == 1 and self.sources[0] in PRESETS:
-            preset = PRESETS[self.sources[0]]
-            object.__setattr__(self, "sources", tuple(preset or DATASETS.names()))
-        for name in [*self.sources, *self.caps, *self.roles]:
-            DATASETS.get(name)  # raises with a did-you-mean for typos
+        if isinstance(self.files, Mapping):
+            object.__setattr__(self, "files", FileOptions(**self.files))
+        object.__setattr__(self, "sources", expand_sources(self.sources, self.files))
+        for name in [*self.caps, *self.roles]:
+            get_loader(name)  # raises with a did-you-mean for typos
         for name, role in self.roles.items():
             if role not in set(Role):
                 raise ConfigError(
@@ -189,6 +194,9 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
         "seed": spec.seed,
         "embedded": spec.embedded,
     }
+    if any(get_loader(fp["name"]).card.local_root for fp in fingerprints):
+        # Only then, so that the ids of traces of registered sources stay as they were.
+        payload["files"] = asdict(spec.files)
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from gatebench.types import Family, PrimaryMetric, Role
 
@@ -23,6 +24,7 @@ class DatasetCard:
         Where the files come from, as ``"hf:<repo id>"`` (Hugging Face dataset),
         ``"github:<owner/repo>"``, ``"pypi:<package>==<version>"`` or
         ``"zenodo:<record>"``. Only ``hf:`` sources can be fetched automatically.
+        ``"file:<folder>"`` is a user's own file, read where it lies (``--sources PATH``).
     revision : str
         Pinned upstream commit or version; a hub download asks for exactly this.
     files : tuple of str
@@ -79,3 +81,9 @@ class DatasetCard:
         """Hugging Face dataset id when the upstream is on the hub."""
         kind, _, ident = self.upstream.partition(":")
         return ident if kind == "hf" else None
+
+    @property
+    def local_root(self) -> Path | None:
+        """Folder of a user's own files (upstream ``file:``), which are read in place."""
+        kind, _, ident = self.upstream.partition(":")
+        return Path(ident) if kind == "file" else None

@@ -57,11 +57,15 @@ def resolve_files(card: DatasetCard, root: Path) -> list[Path]:
 def resolve_root(card: DatasetCard, data_dir: Path | None, *, allow_hub: bool = True) -> Path:
     """Find the root folder holding ``card``'s files.
 
-    Order: ``data_dir/<card.name>`` in the mirror; then, for ``hf:`` sources, a
-    snapshot of the hub dataset at the pinned revision (cached by
-    ``huggingface_hub``); otherwise :class:`SourceMissingError` saying how to
-    obtain the files.
+    Order: a user's own file where it lies; ``data_dir/<card.name>`` in the
+    mirror; then, for ``hf:`` sources, a snapshot of the hub dataset at the
+    pinned revision (cached by ``huggingface_hub``); otherwise
+    :class:`SourceMissingError` saying how to obtain the files.
     """
+    if card.local_root is not None:
+        # Before the mirror: a folder there of the same name is another source.
+        resolve_files(card, card.local_root)
+        return card.local_root
     if data_dir is not None:
         local = data_dir / card.name
         if local.is_dir():

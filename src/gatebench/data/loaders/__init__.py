@@ -9,7 +9,15 @@ from gatebench.data.cards import DatasetCard
 from gatebench.data.loaders._base import Loader, LoadResult, Malformed
 from gatebench.registry import Registry
 
-__all__ = ["DATASETS", "LoadResult", "Loader", "Malformed", "get_loader", "register_loader"]
+__all__ = [
+    "DATASETS",
+    "LOCAL_SOURCES",
+    "LoadResult",
+    "Loader",
+    "Malformed",
+    "get_loader",
+    "register_loader",
+]
 
 LoadFn = Callable[..., LoadResult]
 
@@ -28,6 +36,12 @@ def _not_a_loader(name: str, obj: Any) -> str | None:
 DATASETS: Registry[Loader] = Registry(
     "dataset", group="gatebench.loaders", check=_not_a_loader, listing="gatebench data list"
 )
+
+
+#: Sources read from a user's own files (:mod:`gatebench.data.sources`), by name. Kept
+#: apart from DATASETS so that ``--sources all`` and ``gatebench data list`` show only
+#: what is installed, and so that a later run in the same process may reuse a name.
+LOCAL_SOURCES: dict[str, Loader] = {}
 
 
 def register_loader(card: DatasetCard) -> Callable[[LoadFn], Loader]:
@@ -106,5 +120,9 @@ for _name, _target in _MODULES.items():
 
 
 def get_loader(name: str) -> Loader:
-    """Return the registered loader for ``name`` (with a did-you-mean on typos)."""
-    return DATASETS.get(name)
+    """Return the loader for ``name``: a user's file named for this run, else a registered one.
+
+    An unknown name raises with a did-you-mean on typos.
+    """
+    local = LOCAL_SOURCES.get(name)
+    return local if local is not None else DATASETS.get(name)
