@@ -42,6 +42,14 @@ class RunConfig(BaseModel):
     embedded: int = 0
     chunk_chars: int = 4000
     chunk_overlap: int = 400
+    # How the paths in `sources` are read (gatebench.data.local.FileOptions).
+    text_field: str = "text"
+    label_field: str = "label"
+    id_field: str | None = None
+    group_field: str | None = None
+    label_map: dict[str, str] = Field(default_factory=dict)
+    assume_label: str | None = None
+    source_name: str | None = None
     skip_missing: bool = False
     data_dir: Path | None = None
     trace_dir: Path | None = None
@@ -125,7 +133,10 @@ class RunConfig(BaseModel):
     def trace_options(self) -> dict[str, Any]:
         """The :class:`~gatebench.trace.TraceSpec` options these settings give."""
         names = ("sources", "caps", "roles", "chunk_chars", "chunk_overlap", "seed")
-        return {k: getattr(self, k) for k in (*names, "skip_missing", "embedded")}
+        options = {k: getattr(self, k) for k in (*names, "skip_missing", "embedded")}
+        files = ("text_field", "label_field", "id_field", "group_field", "label_map")
+        options["files"] = {k: getattr(self, k) for k in (*files, "assume_label", "source_name")}
+        return options
 
     def executor(self) -> Executor:
         """The one :class:`~gatebench.parallel.Executor` these settings describe."""

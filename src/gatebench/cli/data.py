@@ -12,14 +12,22 @@ from rich.table import Table
 
 from gatebench.cli.options import (
     AsJson,
+    AssumeLabel,
     Caps,
     DataDir,
+    GroupField,
+    IdField,
+    LabelField,
+    LabelMap,
     Roles,
     Seed,
     SkipMissing,
+    SourceName,
     Sources,
+    TextField,
     console,
     fail,
+    file_options,
     fmt_count,
     parse_caps,
     parse_roles,
@@ -117,6 +125,13 @@ def data_show(name: str, data_dir: DataDir = None) -> None:
 @trace_app.command("build")
 def trace_build(
     sources: Sources = None,
+    text_field: TextField = None,
+    label_field: LabelField = None,
+    id_field: IdField = None,
+    group_field: GroupField = None,
+    label_map: LabelMap = None,
+    assume_label: AssumeLabel = None,
+    source_name: SourceName = None,
     caps: Caps = None,
     roles: Roles = None,
     skip_missing: SkipMissing = False,
@@ -132,6 +147,9 @@ def trace_build(
     try:
         trace = api.build_trace_from_options(
             sources=sources,
+            **file_options(
+                text_field, label_field, id_field, group_field, label_map, assume_label, source_name
+            ),
             caps=parse_caps(caps),
             roles=parse_roles(roles),
             skip_missing=skip_missing,

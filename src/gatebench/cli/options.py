@@ -19,19 +19,28 @@ from gatebench.types import Role
 
 __all__ = [
     "AsJson",
+    "AssumeLabel",
     "Caps",
     "DataDir",
     "Embedded",
+    "GroupField",
+    "IdField",
+    "LabelField",
+    "LabelMap",
     "Roles",
     "Seed",
     "SkipMissing",
+    "SourceName",
     "Sources",
+    "TextField",
     "console",
     "err",
     "fail",
+    "file_options",
     "fmt_count",
     "fmt_pct",
     "parse_caps",
+    "parse_label_map",
     "parse_roles",
 ]
 
@@ -46,7 +55,12 @@ DataDir = Annotated[
 ]
 Sources = Annotated[
     list[str] | None,
-    typer.Option("--sources", "-s", help="Source names or a preset: default, paper, all."),
+    typer.Option(
+        "--sources",
+        "-s",
+        help="Source names, a preset (default, paper, all), or a path to your own .jsonl, "
+        ".csv or .parquet file, a directory of them, or a save_to_disk folder.",
+    ),
 ]
 Caps = Annotated[
     list[str] | None,
@@ -71,6 +85,40 @@ SkipMissing = Annotated[
     bool, typer.Option("--skip-missing", help="Run on the available sources; record the rest.")
 ]
 Seed = Annotated[int | None, typer.Option("--seed", help="Root seed.")]
+# How the files named in --sources are read (gatebench.data.local.FileOptions).
+TextField = Annotated[
+    str | None, typer.Option("--text-field", help="Text column of your files (default: text).")
+]
+LabelField = Annotated[
+    str | None, typer.Option("--label-field", help="Label column of your files (default: label).")
+]
+IdField = Annotated[
+    str | None,
+    typer.Option("--id-field", help="Row id column of your files (default: line or row number)."),
+]
+GroupField = Annotated[
+    str | None,
+    typer.Option(
+        "--group-field", help="Group column of your files: rows sharing a value share a fold."
+    ),
+]
+LabelMap = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--label-map",
+        help="VALUE=attack|benign for a label value of your files beyond the built-in forms.",
+    ),
+]
+AssumeLabel = Annotated[
+    str | None,
+    typer.Option(
+        "--assume-label", help="attack or benign: the label of every row of unlabelled files."
+    ),
+]
+SourceName = Annotated[
+    str | None,
+    typer.Option("--source-name", help="Name of the one file in --sources (default: its name)."),
+]
 
 
 def fail(exc: GatebenchError) -> NoReturn:
@@ -104,6 +152,45 @@ def parse_roles(roles: list[str] | None) -> dict[str, str]:
                 "write e.g. --role toxicchat=evaluation"
             )
         out[name] = value
+    return out
+
+
+def file_options(
+    text_field: str | None,
+    label_field: str | None,
+    id_field: str | None,
+    group_field: str | None,
+    label_map: list[str] | None,
+    assume_label: str | None,
+    source_name: str | None,
+) -> dict[str, Any]:
+    """The file options given on the command line, as :class:`~gatebench.config.RunConfig` keys.
+
+    Unset ones are left out, so that they do not mask the config file.
+    """
+    options = {
+        "text_field": text_field,
+        "label_field": label_field,
+        "id_field": id_field,
+        "group_field": group_field,
+        "label_map": parse_label_map(label_map) or None,
+        "assume_label": assume_label,
+        "source_name": source_name,
+    }
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def parse_label_map(items: list[str] | None) -> dict[str, str]:
+    """``--label-map VALUE=attack|benign`` values as a mapping; a bad one is a ConfigError."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        value, sep, label = item.rpartition("=")
+        if not sep or not value or label not in ("attack", "benign"):
+            raise ConfigError(
+                f"--label-map {item!r} is not VALUE=attack or VALUE=benign; "
+                "write e.g. --label-map jailbreak_attempt=attack"
+            )
+        out[value] = label
     return out
 
 
