@@ -112,3 +112,22 @@ def test_bad_files_fail_cleanly(tmp_path: Path) -> None:
     empty.write_text("")
     fails_cleanly(["trace", "build", "-s", str(empty)], "empty.jsonl is empty")
     fails_cleanly(["run", "-s", str(tmp_path / "nope.csv")], "nope.csv: no such file")
+
+
+def test_a_trace_built_from_my_file_runs_in_another_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gatebench.data.loaders import LOCAL_SOURCES
+
+    path = write_my_csv(tmp_path / "mine.csv")
+    built = runner.invoke(app, ["trace", "build", "-s", str(path), "--out", str(tmp_path / "t")])
+    assert built.exit_code == 0, built.output
+    # What a later `gatebench run --trace` process sees: the file's card is not there.
+    monkeypatch.delitem(LOCAL_SOURCES, "mine")
+    out = tmp_path / "run"
+    args = ["run", "--trace", str(tmp_path / "t"), "-d", "tfidf-lr", "--folds", "2"]
+    args += ["--bootstrap", "200", "--diagnostics", "none", "--jobs", "1", "--out", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads((out / "result.json").read_text())["by_source"]
+    assert row["source"] == "mine" and row["primary_metric"] == "f1"

@@ -13,7 +13,6 @@ import numpy as np
 
 from gatebench import artifacts, cv, record, summary
 from gatebench.config import RunConfig, not_a_directory
-from gatebench.data import get_loader
 from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.detectors.adapters._audit import audit_dir
 from gatebench.errors import ConfigError, GatebenchError
@@ -26,6 +25,7 @@ from gatebench.seeding import child_seed
 from gatebench.served import served_model
 from gatebench.split import inner_split
 from gatebench.trace import Trace, TraceSpec, build_trace, load_trace, save_trace
+from gatebench.types import Family
 
 __all__ = ["build_trace_from_options", "detect", "evaluate", "train"]
 
@@ -56,7 +56,10 @@ def evaluate(
             executor=executor, checkpoint_dir=run_dir / "checkpoints",
             context=trace.trace_id, progress=progress,
         )  # fmt: skip
-    primary = {n: str(get_loader(n).card.primary_metric) for n in run.prompts["source"].unique()}
+    # From the trace's family column, which the cards filled in: a trace from `trace build
+    # --out` may hold a user's file, whose card exists only in the process that read it.
+    family = frame.drop_duplicates("source").set_index("source")["family"]
+    primary = {n: str(Family(family[n]).primary_metric) for n in run.prompts["source"].unique()}
     with progress.step("metrics"):
         numbers = summary.summarise(
             run.prompts, run.results, run.labels, primary_metrics=primary, fpr=config.fpr,
