@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -112,11 +112,14 @@ class TraceSpec:
     roles: dict[str, str] = field(default_factory=dict)
     embedded: int = 0
     files: FileOptions = field(default_factory=FileOptions)
+    paths: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.files, Mapping):
             object.__setattr__(self, "files", FileOptions(**self.files))
-        object.__setattr__(self, "sources", expand_sources(self.sources, self.files))
+        names, paths = expand_sources(self.sources, self.files, self.paths)
+        object.__setattr__(self, "sources", names)
+        object.__setattr__(self, "paths", paths)
         for name in [*self.caps, *self.roles]:
             get_loader(name)  # raises with a did-you-mean for typos
         for name, role in self.roles.items():
@@ -194,9 +197,6 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
         "seed": spec.seed,
         "embedded": spec.embedded,
     }
-    if any(get_loader(fp["name"]).card.local_root for fp in fingerprints):
-        # Only then, so that the ids of traces of registered sources stay as they were.
-        payload["files"] = asdict(spec.files)
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
 

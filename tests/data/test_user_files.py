@@ -324,7 +324,7 @@ def test_a_label_column_with_assume_label_is_refused(tmp_path: Path) -> None:
         (["missing.csv"], {}, "missing.csv: no such file or directory"),
         (["notinjct"], {}, "did you mean 'notinject'.*or give a path"),
         (["x/xstest.csv"], {}, "name of a registered source; pass --source-name"),
-        (["a/same.csv", "b/same.csv"], {}, "would both be source 'same'"),
+        (["a/same.csv", "b/same.csv"], {}, "two files in --sources would be source 'same'"),
         (["a/same.csv", "b/same.csv"], {"source_name": "s"}, "--source-name names one file"),
         (["notes.txt"], {}, "cannot read .txt files"),
         (["emptydir"], {}, "holds no data file"),
@@ -351,3 +351,27 @@ def test_bad_paths_and_options(
 def test_a_file_without_usable_rows_names_the_first_reasons(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "bad.jsonl", [{"text": "", "label": 1}])
     raises(r"has no usable row \(1 refused: bad.jsonl:1: empty or whitespace-only text\)", path)
+
+
+def test_a_recorded_spec_rebuilds_its_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gatebench.data.loaders import LOCAL_SOURCES
+
+    path = write_jsonl(
+        tmp_path / "again.jsonl", [{"prompt": r["text"], "y": r["label"]} for r in ROWS]
+    )
+    first = build(path, text_field="prompt", label_field="y")
+    spec = first.info["spec"]
+    assert spec["paths"] == {"again": str(path.resolve())}
+    # Named again in the same process (as `gatebench evaluate` does), the file is not re-read.
+    assert TraceSpec(sources=("again",)).sources == ("again",)
+    # In another process only the recorded spec is left; it reads the file again, the same way.
+    monkeypatch.delitem(LOCAL_SOURCES, "again")
+    monkeypatch.chdir(tmp_path.parent)
+    rebuilt = build_trace(TraceSpec(**{**spec, "sources": tuple(spec["sources"])}))
+    assert rebuilt.trace_id == first.trace_id
+    path.unlink()
+    monkeypatch.delitem(LOCAL_SOURCES, "again")
+    with pytest.raises(DataError, match=r"again\.jsonl: no such file"):
+        TraceSpec(**{**spec, "sources": tuple(spec["sources"])})

@@ -24,7 +24,8 @@ class DatasetCard:
         Where the files come from, as ``"hf:<repo id>"`` (Hugging Face dataset),
         ``"github:<owner/repo>"``, ``"pypi:<package>==<version>"`` or
         ``"zenodo:<record>"``. Only ``hf:`` sources can be fetched automatically.
-        ``"file:<folder>"`` is a user's own file, read where it lies (``--sources PATH``).
+        ``"file:<path>"`` is a user's own file or folder, read where it lies
+        (``--sources PATH``).
     revision : str
         Pinned upstream commit or version; a hub download asks for exactly this.
     files : tuple of str
@@ -86,4 +87,7 @@ class DatasetCard:
     def local_root(self) -> Path | None:
         """Folder of a user's own files (upstream ``file:``), which are read in place."""
         kind, _, ident = self.upstream.partition(":")
-        return Path(ident) if kind == "file" else None
+        if kind != "file":
+            return None
+        path = Path(ident)
+        return path if path.is_dir() else path.parent

@@ -10,8 +10,9 @@ family is known before the trace is assembled.
 from __future__ import annotations
 
 import glob
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -30,36 +31,46 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _PATHS = "a path to a .jsonl, .csv or .parquet file, a directory of them or a save_to_disk folder"
 
 
-def expand_sources(entries: Sequence[str], options: FileOptions) -> tuple[str, ...]:
-    """Source names for ``entries``: presets expanded, each path read and named, no repeats.
+def expand_sources(
+    entries: Sequence[str], options: FileOptions, recorded: Mapping[str, str]
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Source names for ``entries`` (presets expanded, paths read, no repeats) and their files.
 
-    A registered name wins over a file of the same name (write ``./NAME`` for the file).
+    The second value maps each source read from a file to its absolute path.
+    ``recorded`` is that mapping from a recorded spec: a name in it is read
+    again from its path, so a recorded spec rebuilds its trace. A name of a
+    file already read in this process is used as it is. A registered name wins
+    over a file of the same name (write ``./NAME`` for the file).
     """
-    paths = [e for e in dict.fromkeys(entries) if e not in PRESETS and e not in DATASETS]
-    if options.source_name and len(paths) > 1:
-        raise ConfigError(
-            f"--source-name names one file, but --sources gives {len(paths)}: {paths}"
-        )
+    names: list[str] = []
+    paths: dict[str, str] = {}
+    fresh: list[str] = []
+    for entry in dict.fromkeys(entries):
+        if entry in PRESETS:
+            names.extend(PRESETS[entry] or DATASETS.names())
+            continue
+        if entry in DATASETS:
+            names.append(entry)
+            continue
+        if entry in recorded:
+            name = _register(_existing(recorded[entry]), options, entry)
+        elif entry in LOCAL_SOURCES and not Path(entry).exists():
+            name = entry
+        else:
+            fresh.append(entry)
+            if options.source_name and len(fresh) > 1:
+                raise ConfigError(f"--source-name names one file, but --sources gives {fresh}")
+            path = _existing(entry)
+            name = _register(path, options, options.source_name or _name_of(path))
+        if name in paths:
+            raise ConfigError(f"two files in --sources would be source {name!r}; rename one")
+        paths[name] = str(LOCAL_SOURCES[name].card.upstream.partition(":")[2])
+        names.append(name)
     if not paths and options != FileOptions():
         raise ConfigError(
             "the file options (--text-field, --label-map, ...) need a path in --sources"
         )
-    names: list[str] = []
-    local: dict[str, str] = {}
-    for entry in dict.fromkeys(entries):
-        if entry in PRESETS:
-            names.extend(PRESETS[entry] or DATASETS.names())
-        elif entry in DATASETS:
-            names.append(entry)
-        else:
-            name = _register(_existing(entry), options)
-            if name in local:
-                raise ConfigError(
-                    f"{local[name]} and {entry} would both be source {name!r}; rename one file"
-                )
-            local[name] = entry
-            names.append(name)
-    return tuple(dict.fromkeys(names))
+    return tuple(dict.fromkeys(names)), paths
 
 
 def _existing(entry: str) -> Path:
@@ -75,10 +86,13 @@ def _existing(entry: str) -> Path:
     raise DataError(f"--sources {entry}: no such file or directory")
 
 
-def _register(path: Path, options: FileOptions) -> str:
+def _name_of(path: Path) -> str:
     full = path.resolve()
-    stem = full.name if full.is_dir() else full.stem
-    name = options.source_name or re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", full.name if full.is_dir() else full.stem)
+    return name.strip("-.")
+
+
+def _register(path: Path, options: FileOptions, name: str) -> str:
     if not _NAME.fullmatch(name):
         raise ConfigError(
             f"{name!r} (from {path}) is not a usable source name; pass --source-name NAME"
@@ -94,21 +108,19 @@ def _register(path: Path, options: FileOptions) -> str:
     if not labels:
         first = "; ".join(f"{m.file}:{m.line}: {m.reason}" for m in result.malformed[:3])
         raise DataError(f"{path} has no usable row ({len(result.malformed)} refused: {first})")
-    family = (
-        Family.BALANCED
-        if len(labels) == 2
-        else (Family.ALL_ATTACK if 1 in labels else Family.ALL_BENIGN)
-    )
+    one = Family.ALL_ATTACK if 1 in labels else Family.ALL_BENIGN
+    family = Family.BALANCED if len(labels) == 2 else one
     card = DatasetCard(
         name=name,
         title=f"{path.name} (a user's file)",
-        upstream=f"file:{root.resolve()}",
-        revision="local",
+        upstream=f"file:{path.resolve()}",
+        # The reading options, as the revision: they enter the trace id with the file's bytes.
+        revision="local, read with " + json.dumps(asdict(options), sort_keys=True),
         files=tuple(glob.escape(str(f.relative_to(root))) for f in files),
         licence="not stated (a user's own file)",
         citation="none",
         family=family,
-        construction=f"read with {asdict(options)}",
+        construction="a user's file; the family follows its labels",
     )
     LOCAL_SOURCES[name] = Loader(card, partial(_copy, result))
     return name
