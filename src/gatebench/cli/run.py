@@ -200,6 +200,13 @@ def train(
         Path | None, typer.Option("--run", help="Take the operating point from this run.")
     ] = None,
     sources: Sources = None,
+    text_field: TextField = None,
+    label_field: LabelField = None,
+    id_field: IdField = None,
+    group_field: GroupField = None,
+    label_map: LabelMap = None,
+    assume_label: AssumeLabel = None,
+    source_name: SourceName = None,
     caps: Caps = None,
     roles: Roles = None,
     data_dir: DataDir = None,
@@ -223,6 +230,9 @@ def train(
             None,
             detector=detector,
             sources=tuple(sources) if sources else None,
+            **file_options(
+                text_field, label_field, id_field, group_field, label_map, assume_label, source_name
+            ),
             caps=parse_caps(caps) or None,
             roles=parse_roles(roles) or None,
             data_dir=data_dir,
