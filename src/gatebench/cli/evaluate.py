@@ -11,7 +11,23 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gatebench.cli.options import Caps, DataDir, Seed, console, fail, fmt_pct, parse_caps
+from gatebench.cli.options import (
+    AssumeLabel,
+    Caps,
+    DataDir,
+    GroupField,
+    IdField,
+    LabelField,
+    LabelMap,
+    Seed,
+    SourceName,
+    TextField,
+    console,
+    fail,
+    file_options,
+    fmt_pct,
+    parse_caps,
+)
 from gatebench.errors import ConfigError, GatebenchError
 
 __all__ = ["evaluate"]
@@ -21,7 +37,8 @@ def evaluate(
     args: Annotated[
         list[str],
         typer.Argument(
-            help="MODEL_DIR then DATA (registered sources or presets); with --detector, DATA only."
+            help="MODEL_DIR then DATA (registered sources, presets or paths to your files); "
+            "with --detector, DATA only."
         ),
     ],
     out: Annotated[Path, typer.Option("--out", help="Output directory (result.json, report).")],
@@ -37,14 +54,27 @@ def evaluate(
     caps: Caps = None,
     data_dir: DataDir = None,
     seed: Seed = None,
+    text_field: TextField = None,
+    label_field: LabelField = None,
+    id_field: IdField = None,
+    group_field: GroupField = None,
+    label_map: LabelMap = None,
+    assume_label: AssumeLabel = None,
+    source_name: SourceName = None,
 ) -> None:
     """Score a model at its shipped threshold on sets it never trained on; write OUT."""
     from gatebench.config import RunConfig
+    from gatebench.data.local import FileOptions
     from gatebench.report.unseen import render_unseen
     from gatebench.unseen import evaluate_model
 
     try:
         model_dir, data = _split_args(args, detector)
+        files = FileOptions(
+            **file_options(
+                text_field, label_field, id_field, group_field, label_map, assume_label, source_name
+            )
+        )
         root = RunConfig().seed if seed is None else seed
         if detector is not None:
             # Kept beside the result, so the figures trace back to the exact model and run.
@@ -55,6 +85,7 @@ def evaluate(
             out=out,
             data_dir=data_dir,
             caps=parse_caps(caps),
+            files=files,
             keep_overlap=keep_overlap,
             seed=root,
             n_resamples=bootstrap,

@@ -18,6 +18,7 @@ import pandas as pd
 
 from gatebench import artifacts
 from gatebench.config import not_a_directory
+from gatebench.data.local import FileOptions
 from gatebench.errors import ConfigError, DataError
 from gatebench.modeldir import LoadedModel, load_model
 from gatebench.served import ServeSettings
@@ -44,15 +45,20 @@ def _data_trace(
     sources: Sequence[str],
     *,
     caps: dict[str, int | None],
+    files: FileOptions,
     seed: int,
     data_dir: Path | None,
     cache_dir: Path | None,
 ) -> Trace:
     """The evaluated sets as a trace, chunked as the model's training trace was; all scored."""
     size, overlap = chunking
-    named = TraceSpec(sources=tuple(sources), seed=seed, chunk_chars=size, chunk_overlap=overlap)
+    named = TraceSpec(
+        sources=tuple(sources), files=files, seed=seed, chunk_chars=size, chunk_overlap=overlap
+    )
     spec = TraceSpec(
         sources=named.sources,
+        files=files,
+        paths=named.paths,
         caps=caps,
         roles=dict.fromkeys(named.sources, "evaluation"),
         chunk_chars=size,
@@ -92,6 +98,7 @@ def evaluate_model(
     data_dir: Path | None = None,
     cache_dir: Path | None = None,
     caps: dict[str, int | None] | None = None,
+    files: FileOptions | None = None,
     keep_overlap: bool = False,
     seed: int = 20260527,
     n_resamples: int = 2000,
@@ -103,12 +110,14 @@ def evaluate_model(
     model_dir : Path
         From ``gatebench train``.
     sources : sequence of str
-        Registered source names or presets.
+        Registered source names, presets, or paths to a user's files.
     out : Path
         Output directory (created).
     caps : dict, optional
         Rows kept per source (``None`` keeps all); default the cards' caps. A
         source capped in the training trace has rows the model never saw.
+    files : FileOptions, optional
+        How files named in ``sources`` are read (columns, label spellings).
     keep_overlap : bool
         Score prompts the training trace already holds instead of excluding them.
     seed, n_resamples
@@ -124,7 +133,13 @@ def evaluate_model(
     timings: dict[str, float] = {}
     chunking = _chunking(model, model_dir, keep_overlap)
     data = _data_trace(
-        chunking, sources, caps=caps or {}, seed=seed, data_dir=data_dir, cache_dir=cache_dir
+        chunking,
+        sources,
+        caps=caps or {},
+        files=files or FileOptions(),
+        seed=seed,
+        data_dir=data_dir,
+        cache_dir=cache_dir,
     )
     frame = data.frame
     timings["data"] = time.perf_counter() - t0
