@@ -126,7 +126,8 @@ def _print(out: Path) -> None:
 
     r = UnseenResult.read(out / "result.json")
     table = Table(title=f"{r.model.detector.get('name')} at θ = {r.model.threshold:.4f} (95% CI)")
-    for col in ("side", "n", "recall", "FPR", "F1", "AUC"):
+    table.add_column("side", no_wrap=True)
+    for col in ("n", "recall", "FPR", "F1", "AUC"):
         table.add_column(col)
     for label, rates in (("in distribution", r.in_distribution), ("never seen", r.pooled)):
         if rates is None:
@@ -140,6 +141,7 @@ def _print(out: Path) -> None:
     console.print(table)
     if r.overlap.checked:
         console.print(
-            f"set aside {r.overlap.prompts} prompts the training trace already holds",
+            f"set aside {r.overlap.prompts} prompt{'s' if r.overlap.prompts != 1 else ''} "
+            "the training trace already holds",
             highlight=False,
         )
