@@ -16,6 +16,7 @@ from gatebench import api, cv
 from gatebench.config import RunConfig, load_config
 from gatebench.detectors import DETECTORS
 from gatebench.errors import ConfigError, DetectorError
+from gatebench.result import SCHEMA_VERSION
 from gatebench.trace import TraceSpec, build_trace, composite_groups
 
 SOURCES = ("xstest", "deepset-prompt-injections", "notinject", "advbench")
@@ -56,7 +57,7 @@ def test_run_directory_is_complete(run_dir: Path) -> None:
         assert (run_dir / name).is_file(), name
     result = json.loads((run_dir / "result.json").read_text())
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert result["schema_version"] == manifest["schema_version"] == "1.0"
+    assert result["schema_version"] == manifest["schema_version"] == SCHEMA_VERSION
     assert manifest["seeds"]["root"] == 20260527
     assert manifest["lsh"]["num_perm"] == 128
     assert manifest["trace"]["trace_id"] == result["trace"]["trace_id"]

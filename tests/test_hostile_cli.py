@@ -13,6 +13,7 @@ from cli_checks import fails_cleanly, runner
 from gatebench.cli import app
 from gatebench.data import get_loader
 from gatebench.errors import DataError
+from gatebench.result import SCHEMA_VERSION
 from gatebench.trace import TraceSpec, build_trace
 
 XSTEST = "xstest"
@@ -23,7 +24,10 @@ XSTEST = "xstest"
     [
         ("[1]", ("holds a JSON list", "gatebench run --out DIR")),
         ('{"schema_version":"1.0"}', ("lacks trace, detector", "Re-run the evaluation")),
-        ('{"schema_version":"9.0"}', ("schema_version '9.0'", "this gatebench reads 1.0")),
+        (
+            '{"schema_version":"9.0"}',
+            ("schema_version '9.0'", f"this gatebench reads {SCHEMA_VERSION}"),
+        ),
         ("{not json", ("cannot read", "result.json")),
     ],
 )

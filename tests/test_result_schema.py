@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,9 @@ def test_a_result_written_before_the_typed_model_loads(
     landed: dict[str, Any], tmp_path: Path
 ) -> None:
     result = read_result(_write(tmp_path, landed))
-    assert result.schema_version == "1.0" == SCHEMA_VERSION
+    assert result.schema_version == "1.0"
+    assert SCHEMA_VERSION.split(".")[0] == "1"  # a minor of the same major reads it
+    assert result.by_language == [] and result.by_language_skipped == {}
     assert result.operating_point.threshold == landed["operating_point"]["threshold"]
     assert result.headline.micro.f1 == landed["metrics"]["headline"]["micro"]["f1"]
     ci = landed["metrics"]["headline"]["micro"]["ci"]["f1"]
@@ -75,7 +78,8 @@ def test_another_major_version_is_refused_by_its_number(
     landed: dict[str, Any], tmp_path: Path
 ) -> None:
     future = {**landed, "schema_version": "2.0"}
-    with pytest.raises(SchemaError, match=r"schema_version '2.0'; this gatebench reads 1.0"):
+    reads = re.escape(f"schema_version '2.0'; this gatebench reads {SCHEMA_VERSION}")
+    with pytest.raises(SchemaError, match=reads):
         read_result(_write(tmp_path, future))
 
 

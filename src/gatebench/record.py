@@ -108,6 +108,7 @@ def evaluation_result(
             duplicates=artifacts.jsonable(info["duplicates"]),
             skipped_sources=artifacts.jsonable(info["skipped_sources"]),
             licence_flags=artifacts.jsonable(info["licence_flags"]),
+            languages=artifacts.jsonable(info.get("languages", {})),
         ),
         detector=DetectorInfo.model_validate(artifacts.jsonable(detector.as_dict())),
         config=RunSettings(

@@ -27,6 +27,7 @@ __all__ = [
     "DiagnosticRecord",
     "EvaluationResult",
     "Interval",
+    "LanguageRow",
     "Measurements",
     "OperatingPoint",
     "PointMetrics",
@@ -34,8 +35,9 @@ __all__ = [
     "TraceSummary",
 ]
 
-#: Major.minor; a reader accepts any minor of its major.
-SCHEMA_VERSION = "1.0"
+#: Major.minor; a reader accepts any minor of its major. 1.1: ``by_language``,
+#: ``by_language_skipped`` and ``trace.languages``, each optional.
+SCHEMA_VERSION = "1.1"
 
 Jsonable = Any
 
@@ -126,6 +128,27 @@ class SourceRow(_OpenSection):
     small_n: bool = False
 
 
+class LanguageRow(_Section):
+    """One prompt language at the headline threshold, every rate with its 95% interval.
+
+    ``primary_metric`` follows the label mix as a source's card does: F1 with
+    both labels, recall when every prompt is an attack, ODA (1 − FPR) when none
+    is. Recall needs attacks and FPR benign prompts; each is None without them.
+    """
+
+    language: str
+    n: int
+    n_attack: int
+    n_benign: int
+    primary_metric: str
+    primary: float | None = None
+    primary_ci: Interval | None = None
+    recall: float | None = None
+    recall_ci: Interval | None = None
+    fpr: float | None = None
+    fpr_ci: Interval | None = None
+
+
 class PassSummary(_Section):
     """One CV pass pooled on its own: its own headline and natural points, and AUC."""
 
@@ -189,6 +212,8 @@ class TraceSummary(_Section):
     duplicates: dict[str, Jsonable] = Field(default_factory=dict)
     skipped_sources: dict[str, Jsonable] = Field(default_factory=dict)
     licence_flags: dict[str, Jsonable] = Field(default_factory=dict)
+    #: Identifier version and prompts whose language the loader gave vs detected.
+    languages: dict[str, Jsonable] = Field(default_factory=dict)
 
 
 class DetectorInfo(_Section):
@@ -242,6 +267,9 @@ class Measurements(_Section):
     roc_per_fold: list[RocCurve] = Field(default_factory=list)
     latency_ms: Latency = Field(default_factory=Latency)
     calibration: dict[str, Jsonable] = Field(default_factory=dict)
+    # Absent from results written before languages were measured: they read as empty.
+    by_language: list[LanguageRow] = Field(default_factory=list)
+    by_language_skipped: dict[str, int] = Field(default_factory=dict)
 
     @property
     def headline(self) -> PointMetrics:
@@ -326,7 +354,7 @@ def _explain(path: Path | str, version: str, payload: dict[str, Any], exc: Valid
     value = payload.get(top)
     shown = json.dumps(value, default=str)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    lists = ("by_source", "diagnostics", "roc_per_fold")
+    lists = ("by_source", "by_language", "diagnostics", "roc_per_fold")
     want = "a JSON list of objects" if top in lists else "a JSON object"
     shape_wrong = (len(first["loc"]) == 1) or (
         isinstance(value, list) and len(first["loc"]) == 2 and not isinstance(first["input"], dict)
@@ -356,6 +384,7 @@ _SECTION_SHAPES = frozenset(
         "natural_point",
         "metrics",
         "by_source",
+        "by_language",
         "passes",
         "leakage",
         "fold_thresholds",
