@@ -30,16 +30,27 @@ SOURCES = (
 )
 K = 5
 SEED = 20260527
+#: Prompt languages by source, drawn per prompt: each primary metric of the per-language
+#: figure gets a row (de: F1, zh: recall, ja: ODA), "und" is drawn, and "sw" stays
+#: below the minimum and is counted apart.
+LANGUAGES = {
+    "deepset-prompt-injections": (("en", "de", "und"), (0.5, 0.4, 0.1)),
+    "xstest": (("en",), (1.0,)),
+    "advbench": (("en", "zh", "sw"), (0.7, 0.27, 0.03)),
+    "notinject": (("en", "ja"), (0.75, 0.25)),
+}
 TRACE_ID = "ab12cd34" * 8
 
 
 def _frame(rng: np.random.Generator) -> pd.DataFrame:
     rows = []
     for name, family, n_att, n_ben, _ in SOURCES:
+        codes, weights = LANGUAGES[name]
         for label, n in ((1, n_att), (0, n_ben)):
             a, b = (5.0, 2.0) if label else (1.6, 5.0)
             scores = rng.beta(a, b, size=n)
-            for i, s in enumerate(scores):
+            languages = rng.choice(codes, size=n, p=weights)
+            for i, (s, language) in enumerate(zip(scores, languages, strict=True)):
                 rows.append(
                     {
                         "sample_id": f"{name}-{label}-{i}",
@@ -50,7 +61,7 @@ def _frame(rng: np.random.Generator) -> pd.DataFrame:
                         "score": float(s),
                         "n_chunks": 1,
                         "prompt_chars": int(rng.integers(20, 800)),
-                        "language": "en",
+                        "language": str(language),
                     }
                 )
     return pd.DataFrame(rows)
@@ -290,6 +301,13 @@ def make_run_dir(root: Path, *, extras: bool, seed: int = 0) -> Path:
         },
         "skipped_sources": {},
         "licence_flags": {"advbench": "vendored copy; cite Zou et al."},
+        "languages": {
+            "detector": "py3langid 0.4.0, rules 1",
+            "given": len(frame) - 140 - 160,
+            "detected": 140 + 160,
+            "undetermined": int((frame["language"] == "und").sum()),
+            "prompts": frame["language"].value_counts().sort_index().to_dict(),
+        },
     }
     run_dir = root / "run"
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The report's twenty figures, in the issue's order.
+"""The report's twenty-one figures: the issue's twenty in its order, then per language.
 
 Each :class:`FigureSpec` pairs an extractor (run directory -> data, or the one
 line that says why the figure is left out) with a pure drawer (data ->
@@ -21,6 +21,7 @@ from gatebench.report.figures.diagnostics import (
     RANDOM_LABEL,
 )
 from gatebench.report.figures.forest import FOREST
+from gatebench.report.figures.language import LANGUAGES
 from gatebench.report.figures.latency import LATENCY
 from gatebench.report.figures.operating import PREVALENCE, SWEEP, THETA_S
 from gatebench.rundata import RunData
@@ -48,6 +49,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     BENIGN_FPR,
     LAKERA,
     LATENCY,
+    LANGUAGES,
 )
 
 

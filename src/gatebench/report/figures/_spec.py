@@ -55,7 +55,7 @@ class FigureSpec:
     Attributes
     ----------
     number : int
-        Position in the report (the issue's numbering, 1-20).
+        Position in the report (the issue's numbering, 1-20; 21 is per language).
     key : str
         Stable slug, used for HTML ids and file names.
     title : str
