@@ -36,7 +36,7 @@ NAMES = {
     "ro": "Romanian", "ru": "Russian", "sk": "Slovak", "sl": "Slovenian", "sr": "Serbian",
     "sv": "Swedish", "sw": "Swahili", "ta": "Tamil", "te": "Telugu", "th": "Thai",
     "tl": "Tagalog", "tr": "Turkish", "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese",
-    "zh": "Chinese", UNDETERMINED: "undetermined",
+    "zh": "Chinese",
 }  # fmt: skip
 
 
@@ -66,7 +66,8 @@ def draw_languages(data: Mapping[str, Any]) -> Figure:
     """
     rows = data["rows"]
     ys, headers = _layout(rows)
-    fig = new_figure(7.2, 1.4 + 0.3 * (len(ys) + len(headers)))
+    # Wider than the per-dataset forest: the row labels carry recall and FPR too.
+    fig = new_figure(8.4, 1.4 + 0.3 * (len(ys) + len(headers)))
     ax = fig.add_subplot()
     bars = [
         (y, r["low"], r["high"])
@@ -112,14 +113,14 @@ def draw_languages(data: Mapping[str, Any]) -> Figure:
 
 
 def _label(r: LanguageRow) -> str:
-    name = NAMES.get(r.language)
-    code = f"{r.language} ({name})" if name and r.language != UNDETERMINED else r.language
-    if r.language == UNDETERMINED:
-        code = f"{UNDETERMINED} (short or mixed)"
-    parts = [code, f"n={r.n:,}"]
-    if r.n_attack and r.n_benign:
-        parts.append(f"recall {pct(r.recall)}, FPR {pct(r.fpr, 2)}")
-    return " · ".join(parts)
+    name = "short or mixed" if r.language == UNDETERMINED else NAMES.get(r.language)
+    code = f"{r.language} ({name})" if name else r.language
+    if not (r.n_attack and r.n_benign):
+        return f"{code} · n={r.n:,}"
+    # The benign count beside the FPR: 0.00% of 2 prompts is not 0.00% of 2,000.
+    return (
+        f"{code} · n={r.n:,} ({r.n_benign:,} benign) · recall {pct(r.recall)}, FPR {pct(r.fpr, 2)}"
+    )
 
 
 def _provenance(run: RunData) -> str:
