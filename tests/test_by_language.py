@@ -13,8 +13,8 @@ import pytest
 from sklearn.metrics import f1_score, recall_score
 
 from gatebench.artifacts import jsonable
+from gatebench.per_language import MIN_LANGUAGE_PROMPTS, by_language
 from gatebench.result import EvaluationResult, LanguageRow
-from gatebench.summary import MIN_LANGUAGE_PROMPTS, by_language
 
 THRESHOLD = 0.5
 B = 2000

@@ -155,3 +155,18 @@ def test_a_users_csv_that_overlaps_the_trace(
     r = UnseenResult.read(out / "result.json")
     assert r.overlap.by_source == {"mine": 5}  # the five xstest prompts are set aside
     assert r.pooled.n == 40 and r.pooled.n_attack == 20 and r.sources == ["mine"]
+
+
+def test_per_language_rows_match_a_reference(evaluated: Path) -> None:
+    r = UnseenResult.read(evaluated / "result.json")
+    oof = pd.read_parquet(evaluated / "oof.parquet")
+    assert r.by_language, "the never-seen sets have languages"
+    assert sum(row.n for row in r.by_language) + sum(r.by_language_skipped.values()) == len(oof)
+    for row in r.by_language:
+        part = oof[oof["language"] == row.language]
+        y, pred = part["label"].to_numpy(), (part["score"] >= r.model.threshold).astype(int)
+        assert row.n == len(part)
+        if row.n_attack:
+            assert row.recall == pytest.approx(recall_score(y, pred))
+    html = (evaluated / "report.html").read_text(encoding="utf-8")
+    assert 'id="unseen-languages"' in html

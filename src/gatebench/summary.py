@@ -15,12 +15,12 @@ from sklearn.metrics import roc_curve
 
 from gatebench.artifacts import jsonable
 from gatebench.cv import FoldResult
-from gatebench.language import UNDETERMINED
-from gatebench.metrics.bootstrap import bootstrap_headline, by_source_intervals, dataset_intervals
+from gatebench.metrics.bootstrap import bootstrap_headline, by_source_intervals
 from gatebench.metrics.calibration import calibration_report
 from gatebench.metrics.confusion import confusion_at
 from gatebench.metrics.frame import SourceMetricFrame, f1_fpr_sweep
 from gatebench.parallel import Executor
+from gatebench.per_language import by_language
 from gatebench.result import Measurements
 from gatebench.seeding import child_sequence
 from gatebench.threshold import (
@@ -30,13 +30,9 @@ from gatebench.threshold import (
     threshold_transferability,
 )
 
-__all__ = ["MIN_LANGUAGE_PROMPTS", "summarise"]
+__all__ = ["summarise"]
 
 HEADLINE_PASS = "strat"
-#: Languages with fewer headline prompts get no row of their own (they are
-#: counted in ``by_language_skipped``): below this a 95% interval spans most of
-#: [0, 1] and the row would read as a finding.
-MIN_LANGUAGE_PROMPTS = 20
 MICRO_KEYS = (
     "f1",
     "precision",
@@ -257,73 +253,6 @@ def summarise(
         head, threshold=op.threshold, seed=seed, n_resamples=n_resamples
     )
     return Measurements.model_validate(jsonable(raw))
-
-
-def by_language(
-    head: pd.DataFrame,
-    *,
-    threshold: float,
-    seed: int,
-    n_resamples: int,
-    min_prompts: int = MIN_LANGUAGE_PROMPTS,
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Per-language rows at ``threshold``, and the languages too small for a row.
-
-    Each language with at least ``min_prompts`` prompts gets its counts, its
-    primary metric (from its label mix, as :class:`SourceMetricFrame` infers a
-    source's), recall and FPR where defined, each with a label-stratified 95%
-    bootstrap interval (:func:`dataset_intervals`). Every interval draws from a
-    child of the root ``seed`` named by language and metric, so one language's interval
-    does not move when another language enters or leaves the trace. Prompts
-    without a language (a trace written before languages were detected) are
-    left out; "und" (undetermined) is a language here like any other.
-    """
-    if "language" not in head:
-        return [], {}
-    known = head[head["language"].notna()]
-    if known.empty:
-        return [], {}
-    y, s = known["label"].to_numpy(), known["score"].to_numpy()
-    lang = known["language"].astype(str).to_numpy()
-    table = SourceMetricFrame(y, s, lang, threshold=threshold).by_source
-    rows: list[dict[str, Any]] = []
-    skipped: dict[str, int] = {}
-    for name, r in table.iterrows():
-        code = str(name)
-        if int(r["n"]) < min_prompts:
-            skipped[code] = int(r["n"])
-            continue
-        mask = lang == code
-        row: dict[str, Any] = {
-            "language": code,
-            "n": int(r["n"]),
-            "n_attack": int(r["n_pos"]),
-            "n_benign": int(r["n_neg"]),
-            "primary_metric": str(r["primary_metric"]),
-            **dict.fromkeys(("recall", "recall_ci", "fpr", "fpr_ci")),
-        }
-        present = {
-            "primary": str(r["primary_metric"]),
-            "recall": "recall" if r["n_pos"] else None,
-            "fpr": "fpr" if r["n_neg"] else None,
-        }
-        for key, metric in present.items():
-            if metric is None:
-                continue
-            d = dataset_intervals(
-                y[mask],
-                s[mask],
-                threshold=threshold,
-                metric=metric,
-                seed=child_sequence(seed, "bootstrap", "by_language", code, key),
-                levels=(0.95,),
-                n_resamples=n_resamples,
-            )
-            row[key], row[f"{key}_ci"] = d.estimate, d.ci(0.95).as_dict()
-        rows.append(row)
-    # The undetermined row last: it is a remainder, not a language.
-    rows.sort(key=lambda r: (r["language"] == UNDETERMINED, -r["n"], r["language"]))
-    return rows, skipped
 
 
 def _prevalence_ratio(head: pd.DataFrame, sources: pd.Index) -> list[float | None]:

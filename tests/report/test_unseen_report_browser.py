@@ -56,6 +56,26 @@ def _result() -> UnseenResult:
                     "excluded_overlap": 3,
                 }
             ],
+            "by_language": [
+                {
+                    "language": "en",
+                    "n": 300,
+                    "n_attack": 150,
+                    "n_benign": 150,
+                    "primary_metric": "f1",
+                    "primary": 0.7,
+                    "primary_ci": _ci(0.7),
+                },
+                {
+                    "language": "de",
+                    "n": 100,
+                    "n_attack": 50,
+                    "n_benign": 50,
+                    "primary_metric": "f1",
+                    "primary": 0.6,
+                    "primary_ci": _ci(0.6),
+                },
+            ],
             "in_distribution": _rates(0.92, 0.01, 0.95, 0.99),
             "in_distribution_run": "runs/x",
             "seed": 1,
@@ -76,8 +96,9 @@ def test_unseen_report_in_browser(driver: Any, tmp_path: Path) -> None:  # noqa:
     seen = check_in_browser(driver, report)
     assert seen["errors"] == [] and seen["overflow"] <= 0
     assert all(u.startswith("file:") or u.startswith("data:") for u in seen["fetched"])
-    box = driver.execute_script(
-        "const r = document.querySelector('#unseen-gap svg').getBoundingClientRect();"
-        " return [r.width, r.height];"
-    )
-    assert box[0] > 300 and box[1] > 100
+    for figure in ("#unseen-gap", "#unseen-languages"):
+        box = driver.execute_script(
+            f"const r = document.querySelector('{figure} svg').getBoundingClientRect();"
+            " return [r.width, r.height];"
+        )
+        assert box[0] > 300 and box[1] > 100, figure

@@ -17,10 +17,12 @@ import numpy as np
 import pandas as pd
 
 from gatebench import artifacts
+from gatebench.artifacts import jsonable
 from gatebench.config import not_a_directory
 from gatebench.data.local import FileOptions
 from gatebench.errors import ConfigError, DataError
 from gatebench.modeldir import LoadedModel, load_model
+from gatebench.per_language import by_language
 from gatebench.served import ServeSettings
 from gatebench.trace import Trace, TraceSpec, build_trace
 from gatebench.unseen.baseline import in_distribution
@@ -83,9 +85,12 @@ def _chunking(model: LoadedModel, model_dir: Path, keep_overlap: bool) -> tuple[
 def _score(model: LoadedModel, frame: pd.DataFrame) -> pd.DataFrame:
     """Score every chunk and max-pool to prompts, as the run pools its OOF scores."""
     scores = np.asarray(model.detector.score(frame["text"].tolist()), dtype=np.float64)
-    rows = frame[["sample_id", "source", "label"]].assign(score=scores)
-    pooled = rows.groupby("sample_id", sort=True).agg(
-        source=("source", "first"), label=("label", "first"), score=("score", "max")
+    rows = frame[["sample_id", "source", "label", "language"]].assign(score=scores)
+    pooled = rows.groupby("sample_id", sort=True, dropna=False).agg(
+        source=("source", "first"),
+        label=("label", "first"),
+        language=("language", "first"),
+        score=("score", "max"),
     )
     return pooled.reset_index()
 
@@ -175,6 +180,7 @@ def evaluate_model(
     src = prompts["source"].to_numpy(object)
     t3 = time.perf_counter()
     boot = {"seed": seed, "n_resamples": n_resamples}
+    languages, few = by_language(prompts, threshold=threshold, **boot)
     result = UnseenResult(
         model=ModelInfo(
             dir=str(model_dir),
@@ -189,6 +195,8 @@ def evaluate_model(
         overlap=overlap,
         pooled=pooled_rates(y, s, src, threshold, **boot),
         by_source=source_rates(y, s, src, threshold, excluded=excluded, **boot),
+        by_language=jsonable(languages),
+        by_language_skipped=few,
         in_distribution=in_distribution(model, threshold),
         in_distribution_run=model.meta.get("evaluation_run"),
         seed=seed,

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gatebench.errors import SchemaError
-from gatebench.result import Interval
+from gatebench.result import Interval, LanguageRow
 
 __all__ = ["UNSEEN_SCHEMA_VERSION", "ModelInfo", "Rates", "UnseenResult", "UnseenSource"]
 
@@ -81,6 +81,8 @@ class UnseenResult(_Section):
     overlap: Overlap
     pooled: Rates
     by_source: list[UnseenSource]
+    by_language: list[LanguageRow] = Field(default_factory=list)
+    by_language_skipped: dict[str, int] = Field(default_factory=dict)
     in_distribution: Rates | None = None
     in_distribution_run: str | None = None
     seed: int

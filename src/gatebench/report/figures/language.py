@@ -3,20 +3,20 @@ its 95% bootstrap interval, grouped by the metric the language's label mix gives
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from matplotlib.figure import Figure
 
 from gatebench.language import UNDETERMINED
+from gatebench.per_language import MIN_LANGUAGE_PROMPTS
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, new_figure
 from gatebench.report.fmt import is_num, pct
 from gatebench.result import LanguageRow
 from gatebench.rundata import RunData
-from gatebench.summary import MIN_LANGUAGE_PROMPTS
 
-__all__ = ["LANGUAGES", "draw_languages"]
+__all__ = ["LANGUAGES", "draw_languages", "forest_rows"]
 
 #: Group headings, in drawing order: the metric each group's rows are read on.
 GROUPS = {
@@ -137,6 +137,28 @@ def _provenance(run: RunData) -> str:
     )
 
 
+def forest_rows(by_language: Sequence[LanguageRow]) -> list[dict[str, Any]]:
+    """The languages with a defined primary metric, as :func:`draw_languages` takes them.
+
+    Grouped by metric, the undetermined row last in its group, larger first.
+    """
+    order = {g: i for i, g in enumerate(GROUPS)}
+    chosen = sorted(
+        (r for r in by_language if is_num(r.primary)),
+        key=lambda r: (order.get(r.primary_metric, 9), r.language == UNDETERMINED, -r.n),
+    )
+    return [
+        {
+            "label": _label(r),
+            "group": r.primary_metric,
+            "estimate": r.primary,
+            "low": r.primary_ci.low if r.primary_ci else None,
+            "high": r.primary_ci.high if r.primary_ci else None,
+        }
+        for r in chosen
+    ]
+
+
 def _extract_languages(run: RunData) -> Prepared | Absent:
     result = run.result
     if not result.by_language:
@@ -149,21 +171,7 @@ def _extract_languages(run: RunData) -> Prepared | Absent:
             "result.json has no per-language results (`by_language`): the run predates "
             "them or its trace records no language."
         )
-    order = {g: i for i, g in enumerate(GROUPS)}
-    chosen = sorted(
-        (r for r in result.by_language if is_num(r.primary)),
-        key=lambda r: (order.get(r.primary_metric, 9), r.language == UNDETERMINED, -r.n),
-    )
-    rows = [
-        {
-            "label": _label(r),
-            "group": r.primary_metric,
-            "estimate": r.primary,
-            "low": r.primary_ci.low if r.primary_ci else None,
-            "high": r.primary_ci.high if r.primary_ci else None,
-        }
-        for r in chosen
-    ]
+    rows = forest_rows(result.by_language)
     if not rows:
         return Absent("result.json `by_language` has no language with a defined primary metric.")
     skipped = result.by_language_skipped
