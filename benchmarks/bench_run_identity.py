@@ -11,9 +11,13 @@ on dask), this compares:
   latency samples) and paths;
 - run time, from each manifest's step timings.
 
+``--ignore-column NAME`` compares ``oof.jsonl`` with one column left out of
+every line (a change that adds information to a column, such as detected
+prompt languages, leaves the scores to compare).
+
 Usage::
 
-    python benchmarks/bench_run_identity.py RUN_A RUN_B
+    python benchmarks/bench_run_identity.py RUN_A RUN_B [--ignore-column language]
 
 Exits 1 when the runs disagree, printing the first differing leaves.
 """
@@ -63,6 +67,15 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return out
 
 
+def oof_lines(run: Path, ignore: str | None) -> list[bytes]:
+    """``oof.jsonl`` lines as written, or with the ``ignore`` column cut out of each."""
+    lines = (run / "oof.jsonl").read_bytes().splitlines()
+    if ignore is None:
+        return lines
+    pattern = re.compile(rb',?"' + re.escape(ignore.encode()) + rb'":(?:"[^"]*"|null)')
+    return [pattern.sub(b"", line) for line in lines]
+
+
 def total_seconds(run: Path) -> float:
     """Sum of the step timings the run's manifest records."""
     manifest = json.loads((run / "manifest.json").read_text())
@@ -73,13 +86,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_a", type=Path)
     parser.add_argument("run_b", type=Path)
+    parser.add_argument("--ignore-column", default=None, help="leave this OOF column out")
     args = parser.parse_args()
-    same_oof = (args.run_a / "oof.jsonl").read_bytes() == (args.run_b / "oof.jsonl").read_bytes()
+    ignore = args.ignore_column
+    same_oof = oof_lines(args.run_a, ignore) == oof_lines(args.run_b, ignore)
     diff = differences(
         json.loads((args.run_a / "result.json").read_text()),
         json.loads((args.run_b / "result.json").read_text()),
     )
-    print(f"oof.jsonl byte-identical: {same_oof}")
+    left_out = f" (column {ignore!r} left out)" if ignore else ""
+    print(f"oof.jsonl byte-identical{left_out}: {same_oof}")
     print(f"result.json leaves that differ (machine-dependent ones excluded): {len(diff)}")
     for line in diff[:20]:
         print("  " + line)

@@ -15,6 +15,7 @@ __all__ = [
     "diag_figure",
     "finite",
     "first",
+    "grouped_layout",
     "missing_diag",
     "pass_order",
 ]
@@ -88,3 +89,24 @@ def first(d: Mapping[str, Any], *keys: str, default: Any = None) -> Any:
         if d.get(k) is not None:
             return d[k]
     return default
+
+
+def grouped_layout(
+    rows: list[dict[str, Any]], key: str
+) -> tuple[list[float], list[tuple[float, str]]]:
+    """y of each data row, and (y, group) of a heading row above each run of ``rows[key]``.
+
+    Forest plots group their rows (by source family, by metric) under a
+    heading line; rows arrive in drawing order, grouped.
+    """
+    ys: list[float] = []
+    headers: list[tuple[float, str]] = []
+    y, last = 0.0, None
+    for r in rows:
+        if r[key] != last:
+            headers.append((y, r[key]))
+            y += 1
+            last = r[key]
+        ys.append(y)
+        y += 1
+    return ys, headers

@@ -8,7 +8,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from gatebench.report.figures._common import as_records
+from gatebench.report.figures._common import as_records, grouped_layout
 from gatebench.report.figures._competitors import is_lakera, lakera_name, published_ranking
 from gatebench.report.figures._spec import DEFAULT_NAMES, Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, RED, new_figure
@@ -20,21 +20,6 @@ __all__ = ["FOREST", "competitor_rows"]
 #: Band level -> (line width, opacity): wide and faint at 99%, narrow core dark at 50%.
 BANDS = ((99, 2.0, 0.25), (95, 4.0, 0.4), (80, 6.5, 0.6), (50, 9.0, 0.95))
 FAMILY_ORDER = ("balanced", "all_attack", "all_benign")
-
-
-def _layout(rows: list[dict[str, Any]]) -> tuple[list[float], list[tuple[float, str]]]:
-    """y of each data row, and (y, family) of a header row above each family's block."""
-    ys: list[float] = []
-    headers: list[tuple[float, str]] = []
-    y, last = 0.0, None
-    for r in rows:
-        if r["family"] != last:
-            headers.append((y, r["family"]))
-            y += 1
-            last = r["family"]
-        ys.append(y)
-        y += 1
-    return ys, headers
 
 
 def draw_forest(data: Mapping[str, Any]) -> Figure:
@@ -49,7 +34,7 @@ def draw_forest(data: Mapping[str, Any]) -> Figure:
         for Lakera Guard.
     """
     rows = data["rows"]
-    ys, headers = _layout(rows)
+    ys, headers = grouped_layout(rows, "family")
     fig = new_figure(7.2, 1.3 + 0.3 * (len(ys) + len(headers)))
     ax = fig.add_subplot()
     # One collection per band level (not one line per row and level): same

@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from gatebench.language import UNDETERMINED
 from gatebench.per_language import MIN_LANGUAGE_PROMPTS
+from gatebench.report.figures._common import grouped_layout
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, new_figure
 from gatebench.report.fmt import is_num, pct
@@ -40,21 +41,6 @@ NAMES = {
 }  # fmt: skip
 
 
-def _layout(rows: list[dict[str, Any]]) -> tuple[list[float], list[tuple[float, str]]]:
-    """y of each data row, and (y, group) of a heading row above each group's block."""
-    ys: list[float] = []
-    headers: list[tuple[float, str]] = []
-    y, last = 0.0, None
-    for r in rows:
-        if r["group"] != last:
-            headers.append((y, r["group"]))
-            y += 1
-            last = r["group"]
-        ys.append(y)
-        y += 1
-    return ys, headers
-
-
 def draw_languages(data: Mapping[str, Any]) -> Figure:
     """Forest plot of per-language estimates with 95% interval bars.
 
@@ -65,7 +51,7 @@ def draw_languages(data: Mapping[str, Any]) -> Figure:
         order, grouped by ``group`` (a key of :data:`GROUPS`).
     """
     rows = data["rows"]
-    ys, headers = _layout(rows)
+    ys, headers = grouped_layout(rows, "group")
     # Wider than the per-dataset forest: the row labels carry recall and FPR too.
     fig = new_figure(8.4, 1.4 + 0.3 * (len(ys) + len(headers)))
     ax = fig.add_subplot()
