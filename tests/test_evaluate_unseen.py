@@ -170,3 +170,24 @@ def test_per_language_rows_match_a_reference(evaluated: Path) -> None:
             assert row.recall == pytest.approx(recall_score(y, pred))
     html = (evaluated / "report.html").read_text(encoding="utf-8")
     assert 'id="unseen-languages"' in html
+
+
+def test_detector_mode_fits_on_the_configured_trace_then_evaluates(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gatebench.toml keeps the fit small: the same path `-d NAME` takes on the default trace.
+    (tmp_path / "gatebench.toml").write_text(
+        '[run]\nsources = ["xstest"]\nfolds = 2\nbootstrap = 200\ndiagnostics = "none"\n'
+        'backend = "sequential"\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "fitted-eval"
+    args = ["evaluate", "-d", "tfidf-lr", OTHER, "--out", str(out), "--bootstrap", "200"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    r = UnseenResult.read(out / "result.json")
+    assert r.model.detector["name"] == "tfidf-lr"
+    assert Path(r.model.dir) == out / "fitted" / "model"
+    assert r.in_distribution is not None and r.overlap.checked
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model_sha256"] == r.model.sha256 and manifest["sources"] == [OTHER]

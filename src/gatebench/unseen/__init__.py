@@ -8,6 +8,7 @@ beside the in-distribution ones from the run that chose the threshold.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections.abc import Sequence
@@ -108,7 +109,7 @@ def evaluate_model(
     seed: int = 20260527,
     n_resamples: int = 2000,
 ) -> Path:
-    """Score a model directory on ``sources`` and write ``out/result.json`` and ``out/oof.parquet``.
+    """Score a model directory on ``sources``; write ``out/result.json``, ``oof.parquet``, manifest.
 
     Parameters
     ----------
@@ -209,5 +210,19 @@ def evaluate_model(
     )
     out.mkdir(parents=True, exist_ok=True)
     prompts.to_parquet(out / "oof.parquet", index=False)
+    artifacts.write_json(
+        out / "manifest.json",
+        {
+            "schema_version": result.schema_version,
+            "environment": artifacts.environment(),
+            "model_dir": str(model_dir),
+            "model_sha256": result.model.sha256,
+            "sources": list(sources),
+            "caps": caps or {},
+            "files": dataclasses.asdict(files or FileOptions()),
+            "keep_overlap": keep_overlap,
+            "data_trace": data.info,
+        },
+    )
     artifacts.write_json(out / "result.json", result.model_dump(mode="json"))
     return out
