@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gatebench import language, trace
+from gatebench import language, trace_languages
 from gatebench.language import UNDETERMINED, detect_language, detect_languages, detector_version
 from gatebench.trace import TraceSpec, build_trace, fill_languages, load_trace, save_trace
 
@@ -128,7 +128,7 @@ def test_detection_does_not_enter_the_trace_id(
     mini_mirror: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = build_trace(_spec(), data_dir=mini_mirror)
-    monkeypatch.setattr(trace, "detect_languages", lambda texts: ["xx" for _ in texts])
+    monkeypatch.setattr(trace_languages, "detect_languages", lambda texts: ["xx" for _ in texts])
     other = build_trace(_spec(), data_dir=mini_mirror)
     assert other.trace_id == before.trace_id
     assert set(other.frame.loc[other.frame["source"] == DEEPSET, "language"]) == {"xx"}
@@ -165,8 +165,8 @@ def test_a_cache_labelled_by_another_identifier_is_rebuilt(
 ) -> None:
     cache = tmp_path / "cache"
     build_trace(_spec(), data_dir=mini_mirror, cache_dir=cache)
-    monkeypatch.setattr(trace, "detector_version", lambda: "py3langid 9.9, rules 9")
-    monkeypatch.setattr(trace, "detect_languages", lambda texts: ["xx" for _ in texts])
+    monkeypatch.setattr(trace_languages, "detector_version", lambda: "py3langid 9.9, rules 9")
+    monkeypatch.setattr(trace_languages, "detect_languages", lambda texts: ["xx" for _ in texts])
     again = build_trace(_spec(), data_dir=mini_mirror, cache_dir=cache)
     assert again.info["languages"]["detector"] == "py3langid 9.9, rules 9"
     assert "xx" in set(again.frame["language"])

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from gatebench import artifacts, cv, record, summary
-from gatebench.config import RunConfig, not_a_directory
+from gatebench.config import RunConfig, output_directory
 from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.detectors.adapters._audit import audit_dir
 from gatebench.errors import ConfigError, GatebenchError
@@ -94,10 +94,7 @@ def train(
     It ships at the headline operating point of ``run_dir`` (same trace), else
     of a fresh StratifiedKFold evaluation, with the folds' 85/15 inner split.
     """
-    try:
-        not_a_directory(model_dir)
-    except ValueError as exc:
-        raise ConfigError(f"MODEL_DIR: {exc}") from None
+    output_directory(model_dir, "MODEL_DIR")
     if run_dir is None:
         run_dir = evaluate(config.model_copy(update={"passes": ("strat",), "diagnostics": "none"}))
     result = artifacts.read_result(run_dir)

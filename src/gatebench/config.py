@@ -143,6 +143,15 @@ class RunConfig(BaseModel):
         return Executor(self.backend, self.n_jobs, self.scheduler)
 
 
+def output_directory(path: Path, option: str) -> Path:
+    """``path`` for an output directory, or a ConfigError naming ``option`` when it is a file."""
+    try:
+        not_a_directory(path)
+    except ValueError as exc:
+        raise ConfigError(f"{option}: {exc}") from None
+    return path
+
+
 def not_a_directory(path: Path) -> None:
     """Refuse an output directory that already exists as a file, before any work is done."""
     if path.exists() and not path.is_dir():

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from gatebench.augment import EMBEDDED_SOURCE, embedded_injections
-from gatebench.chunking import chunk_texts, join_chunks
+from gatebench.chunking import chunk_texts
 from gatebench.data import get_loader
 from gatebench.data.loaders import Loader
 from gatebench.data.local import FileOptions
@@ -27,7 +27,6 @@ from gatebench.data.presets import DEFAULT_SOURCES, PAPER_SOURCES, TRAINING_SOUR
 from gatebench.data.resolve import data_dir_from_env, resolve_files, resolve_root
 from gatebench.data.sources import expand_sources
 from gatebench.errors import ConfigError, DataError, SourceMissingError
-from gatebench.language import UNDETERMINED, detect_languages, detector_version
 from gatebench.seeding import child_seed, child_sequence
 from gatebench.split import GroupResult, LSHParams, group_keys
 from gatebench.text import text_hash
@@ -37,6 +36,11 @@ from gatebench.trace_info import (
     loaded_source_counts,
     recount_training,
     trace_info,
+)
+from gatebench.trace_languages import (
+    cached_languages_current,
+    fill_languages,
+    prompts_from_chunks,
 )
 from gatebench.types import Role, Sample
 
@@ -242,18 +246,6 @@ def _apply_cap(samples: list[Sample], cap: int | None, seq: np.random.SeedSequen
     return [samples[i] for i in sorted(keep)]
 
 
-def prompts_from_chunks(frame: pd.DataFrame, overlap: int) -> list[str]:
-    """Whole prompts from a trace frame's overlapping chunk rows, ordered by sample id.
-
-    Each prompt is its chunks joined by :func:`gatebench.chunking.join_chunks`.
-    """
-    frame = frame.sort_values(["sample_id", "chunk"], kind="stable")
-    return [
-        join_chunks(chunks.tolist(), overlap)
-        for _, chunks in frame.groupby("sample_id", sort=True)["text"]
-    ]
-
-
 def _rows(samples: list[Sample], family: str, role: Role, spec: TraceSpec) -> list[dict[str, Any]]:
     rows = []
     for s in samples:
@@ -368,7 +360,7 @@ def build_trace(
     fingerprints = [_source_fingerprint(get_loader(n), r) for n, r in roots.items()]
     trace_id = trace_id_for(fingerprints, spec)
     cache = Path(cache_dir) / f"trace-{trace_id[:16]}" if cache_dir else None
-    if cache is not None and _cached_languages_current(cache):
+    if cache is not None and cached_languages_current(cache):
         return load_trace(cache)
 
     rows: list[dict[str, Any]] = []
@@ -460,51 +452,3 @@ def load_trace(folder: Path | str) -> Trace:
         # loader's None, so filling it now is what a rebuild would do.
         frame, info["languages"] = fill_languages(frame, int(info["chunking"]["chunk_overlap"]))
     return Trace(frame, info)
-
-
-def fill_languages(frame: pd.DataFrame, overlap: int) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Detect the language of every prompt whose loader gave none; count given vs detected.
-
-    Detection reads the whole prompt (its chunks joined), once per prompt, and
-    every chunk row of the prompt gets the code. Returns the frame and the
-    ``languages`` entry of the trace info: the identifier's version, prompts
-    whose language the loader gave, prompts detected (and of those,
-    undetermined), and prompts per language.
-    """
-    prompts = frame.drop_duplicates("sample_id")
-    missing = sorted(set(prompts.loc[prompts["language"].isna(), "sample_id"]))
-    found: dict[str, str] = {}
-    if missing:
-        rows = frame[frame["sample_id"].isin(set(missing))]
-        # prompts_from_chunks returns prompts in sample-id order, as sorted() does.
-        found = dict(
-            zip(missing, detect_languages(prompts_from_chunks(rows, overlap)), strict=True)
-        )
-        frame = frame.assign(language=frame["language"].fillna(frame["sample_id"].map(found)))
-    counts = frame.drop_duplicates("sample_id")["language"].value_counts()
-    info = {
-        "detector": detector_version(),
-        "given": len(prompts) - len(missing),
-        "detected": len(missing),
-        "undetermined": sum(code == UNDETERMINED for code in found.values()),
-        "prompts": {str(k): int(v) for k, v in counts.sort_index().items()},
-    }
-    return frame, info
-
-
-def _cached_languages_current(folder: Path) -> bool:
-    """A cached trace exists and its languages come from this identifier and rules.
-
-    The trace id hashes what decides the rows, and languages are derived from
-    the rows, so a cache labelled by another version keeps its id and is rebuilt.
-    """
-    try:
-        info = json.loads((folder / "trace_info.json").read_text())
-    except (OSError, ValueError):
-        return False
-    recorded = info.get("languages") if isinstance(info, dict) else None
-    return (
-        (folder / "trace.parquet").is_file()
-        and isinstance(recorded, dict)
-        and recorded.get("detector") == detector_version()
-    )

@@ -19,7 +19,7 @@ import pandas as pd
 
 from gatebench import artifacts
 from gatebench.artifacts import jsonable
-from gatebench.config import not_a_directory
+from gatebench.config import output_directory
 from gatebench.data.local import FileOptions
 from gatebench.errors import ConfigError, DataError
 from gatebench.modeldir import LoadedModel, load_model
@@ -129,10 +129,7 @@ def evaluate_model(
     seed, n_resamples
         Root seed and B of the intervals.
     """
-    try:
-        not_a_directory(out)
-    except ValueError as exc:
-        raise ConfigError(f"--out: {exc}") from None
+    output_directory(out, "--out")
     t0 = time.perf_counter()
     model = load_model(model_dir)
     threshold = model.threshold
