@@ -33,6 +33,7 @@ __all__ = [
     "PointMetrics",
     "SourceRow",
     "TraceSummary",
+    "check_major",
 ]
 
 #: Major.minor; a reader accepts any minor of its major. 1.1: ``by_language``,
@@ -320,16 +321,26 @@ class EvaluationResult(Measurements):
                 "`gatebench run` writes. Re-run the evaluation into this directory "
                 "(gatebench run --out DIR)."
             )
-        version = str(payload.get("schema_version", ""))
-        if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-            raise SchemaError(
-                f"{path} has schema_version {version!r}; this gatebench reads "
-                f"{SCHEMA_VERSION}. Re-run the evaluation or install a matching gatebench."
-            )
+        version = check_major(
+            path, payload, SCHEMA_VERSION, "Re-run the evaluation or install a matching gatebench."
+        )
         try:
             return cls.model_validate(payload)
         except ValidationError as exc:
             raise SchemaError(_explain(path, version, payload, exc)) from None
+
+
+def check_major(path: Path | str, payload: dict[str, Any], supported: str, fix: str) -> str:
+    """The payload's ``schema_version``; a SchemaError naming both versions when the major differs.
+
+    A reader accepts any minor of its major (minors only add optional fields).
+    """
+    version = str(payload.get("schema_version", ""))
+    if version.split(".")[0] != supported.split(".")[0]:
+        raise SchemaError(
+            f"{path} has schema_version {version!r}; this gatebench reads {supported}. {fix}"
+        )
+    return version
 
 
 #: The sections a reader needs first, named first when several are missing.

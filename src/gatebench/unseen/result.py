@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gatebench.errors import SchemaError
-from gatebench.result import Interval, LanguageRow
+from gatebench.result import Interval, LanguageRow, check_major
 
 __all__ = ["UNSEEN_SCHEMA_VERSION", "ModelInfo", "Rates", "UnseenResult", "UnseenSource"]
 
@@ -96,12 +96,9 @@ class UnseenResult(_Section):
             payload = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise SchemaError(f"cannot read {path}: {exc}. Re-run `gatebench evaluate`.") from exc
-        version = str(payload.get("schema_version", "")) if isinstance(payload, dict) else ""
-        if version.split(".")[0] != UNSEEN_SCHEMA_VERSION.split(".")[0]:
-            raise SchemaError(
-                f"{path} has schema_version {version!r}; this gatebench reads "
-                f"{UNSEEN_SCHEMA_VERSION}. Re-run `gatebench evaluate`."
-            )
+        if not isinstance(payload, dict):
+            raise SchemaError(f"{path} is not an evaluation's result. Re-run `gatebench evaluate`.")
+        check_major(path, payload, UNSEEN_SCHEMA_VERSION, "Re-run `gatebench evaluate`.")
         try:
             return cls.model_validate(payload)
         except ValidationError as exc:

@@ -16,6 +16,7 @@ __all__ = [
     "finite",
     "first",
     "grouped_layout",
+    "label_groups",
     "missing_diag",
     "pass_order",
 ]
@@ -110,3 +111,22 @@ def grouped_layout(
         ys.append(y)
         y += 1
     return ys, headers
+
+
+def label_groups(
+    ax: Any, ys: list[float], headers: list[tuple[float, str]], labels: list[str], names: list[str]
+) -> None:
+    """Row labels and bold group headings on the y axis, a faint rule between groups.
+
+    ``ys`` and ``headers`` come from :func:`grouped_layout`; ``names`` are the
+    headings' display names, in ``headers`` order. Rows run top to bottom.
+    """
+    ticks = ys + [h[0] for h in headers]
+    ax.set_yticks(ticks, labels + names)
+    flags = [False] * len(ys) + [True] * len(headers)
+    for tick, is_header in zip(ax.get_yticklabels(), flags, strict=True):
+        if is_header:
+            tick.set_fontweight("bold")
+    for y, _ in headers[1:]:
+        ax.axhline(y - 0.5, color="black", lw=0.5, alpha=0.3)
+    ax.set_ylim(max(ticks) + 0.6, -0.6)

@@ -8,7 +8,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from gatebench.report.figures._common import as_records, grouped_layout
+from gatebench.report.figures._common import as_records, grouped_layout, label_groups
 from gatebench.report.figures._competitors import is_lakera, lakera_name, published_ranking
 from gatebench.report.figures._spec import DEFAULT_NAMES, Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, RED, new_figure
@@ -87,17 +87,13 @@ def draw_forest(data: Mapping[str, Any]) -> Figure:
             )
     # Family header rows: a bold tick label on an empty row, so the grouping
     # reads like the paper's and never collides with data or the title.
-    ticks = ys + [h[0] for h in headers]
-    labels = [r["label"] for r in rows] + [h[1].replace("_", "-").upper() for h in headers]
-    ax.set_yticks(ticks, labels)
-    for tick, is_header in zip(
-        ax.get_yticklabels(), [False] * len(ys) + [True] * len(headers), strict=True
-    ):
-        if is_header:
-            tick.set_fontweight("bold")
-    for y, _ in headers[1:]:
-        ax.axhline(y - 0.5, color="black", lw=0.5, alpha=0.3)
-    ax.set_ylim(max(ticks) + 0.6, -0.6)
+    label_groups(
+        ax,
+        ys,
+        headers,
+        [r["label"] for r in rows],
+        [h[1].replace("_", "-").upper() for h in headers],
+    )
     # A little room either side of [0, 1]: a competitor at 0.3% or 100% is drawn whole.
     ax.set_xlim(-0.03, 1.05)
     ax.set_xlabel(r"primary metric at $\theta_{\mathrm{op}}$ (F1, recall, or ODA = 1 − FPR)")

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from gatebench.language import UNDETERMINED
 from gatebench.per_language import MIN_LANGUAGE_PROMPTS
-from gatebench.report.figures._common import grouped_layout
+from gatebench.report.figures._common import grouped_layout, label_groups
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, new_figure
 from gatebench.report.fmt import is_num, pct
@@ -76,17 +76,9 @@ def draw_languages(data: Mapping[str, Any]) -> Figure:
             ls="none",
             zorder=4,
         )
-    ticks = ys + [h[0] for h in headers]
-    labels = [r["label"] for r in rows] + [GROUPS.get(h[1], h[1]) for h in headers]
-    ax.set_yticks(ticks, labels)
-    for tick, is_header in zip(
-        ax.get_yticklabels(), [False] * len(ys) + [True] * len(headers), strict=True
-    ):
-        if is_header:
-            tick.set_fontweight("bold")
-    for y, _ in headers[1:]:
-        ax.axhline(y - 0.5, color="black", lw=0.5, alpha=0.3)
-    ax.set_ylim(max(ticks) + 0.6, -0.6)
+    label_groups(
+        ax, ys, headers, [r["label"] for r in rows], [GROUPS.get(h[1], h[1]) for h in headers]
+    )
     ax.set_xlim(-0.03, 1.05)
     ax.set_xlabel(r"primary metric at $\theta_{\mathrm{op}}$ (F1, recall, or ODA = 1 − FPR)")
     ax.set_title(r"Primary metric per prompt language at $\theta_{\mathrm{op}}$")
