@@ -37,8 +37,9 @@ def evaluate(
     args: Annotated[
         list[str],
         typer.Argument(
+            metavar="[MODEL_DIR] DATA...",
             help="MODEL_DIR then DATA (registered sources, presets or paths to your files); "
-            "with --detector, DATA only."
+            "with --detector, DATA only.",
         ),
     ],
     out: Annotated[Path, typer.Option("--out", help="Output directory (result.json, report).")],
