@@ -37,7 +37,7 @@ def evaluate(
     args: Annotated[
         list[str],
         typer.Argument(
-            metavar="[MODEL_DIR] DATA...",
+            metavar="[MODEL_DIR] DATA",
             help="MODEL_DIR then DATA (registered sources, presets or paths to your files); "
             "with --detector, DATA only.",
         ),
