@@ -13,6 +13,7 @@ __all__ = [
     "PASS_NAMES",
     "as_records",
     "diag_figure",
+    "estimate_ticks",
     "finite",
     "first",
     "grouped_layout",
@@ -130,3 +131,15 @@ def label_groups(
     for y, _ in headers[1:]:
         ax.axhline(y - 0.5, color="black", lw=0.5, alpha=0.3)
     ax.set_ylim(max(ticks) + 0.6, -0.6)
+
+
+def estimate_ticks(ax: Any, ys: list[float], rows: list[dict[str, Any]]) -> None:
+    """A dark tick at each row's ``estimate``.
+
+    Dark, not white: a point estimate with a zero-width interval (recall 1.0 on
+    every resample) must stay visible on its bar.
+    """
+    est = [(y, r["estimate"]) for y, r in zip(ys, rows, strict=True) if is_num(r.get("estimate"))]
+    if est:
+        xs, yy = [e[1] for e in est], [e[0] for e in est]
+        ax.plot(xs, yy, "|", color="#0b2545", ms=10, mew=2, ls="none", zorder=4)

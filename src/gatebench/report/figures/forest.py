@@ -8,7 +8,12 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from gatebench.report.figures._common import as_records, grouped_layout, label_groups
+from gatebench.report.figures._common import (
+    as_records,
+    estimate_ticks,
+    grouped_layout,
+    label_groups,
+)
 from gatebench.report.figures._competitors import is_lakera, lakera_name, published_ranking
 from gatebench.report.figures._spec import DEFAULT_NAMES, Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, GREY, RED, new_figure
@@ -48,20 +53,7 @@ def draw_forest(data: Mapping[str, Any]) -> Figure:
         if keep:
             yy, lo, hi = zip(*keep, strict=True)
             ax.hlines(yy, lo, hi, color=BLUE, lw=width, alpha=alpha, capstyle="butt")
-    est = [(y, r["estimate"]) for y, r in zip(ys, rows, strict=True) if is_num(r.get("estimate"))]
-    if est:
-        # A dark tick, not a white one: a point estimate with a zero-width
-        # interval (e.g. recall 1.0 on every resample) must stay visible.
-        ax.plot(
-            [e[1] for e in est],
-            [e[0] for e in est],
-            "|",
-            color="#0b2545",
-            ms=10,
-            mew=2,
-            ls="none",
-            zorder=4,
-        )
+    estimate_ticks(ax, ys, rows)
     comps = data.get("competitors") or []
     for c in comps:
         colour, marker = (RED, "D") if c["lakera"] else (GREY, "o")

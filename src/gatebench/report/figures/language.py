@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from gatebench.language import UNDETERMINED
 from gatebench.per_language import MIN_LANGUAGE_PROMPTS
-from gatebench.report.figures._common import grouped_layout, label_groups
+from gatebench.report.figures._common import estimate_ticks, grouped_layout, label_groups
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
 from gatebench.report.figures._style import BLUE, new_figure
 from gatebench.report.fmt import is_num, pct
@@ -63,19 +63,7 @@ def draw_languages(data: Mapping[str, Any]) -> Figure:
     if bars:
         yy, lo, hi = zip(*bars, strict=True)
         ax.hlines(yy, lo, hi, color=BLUE, lw=4.0, alpha=0.45, capstyle="butt")
-    est = [(y, r["estimate"]) for y, r in zip(ys, rows, strict=True) if is_num(r.get("estimate"))]
-    if est:
-        # A dark tick, as in the per-dataset forest: visible on a zero-width interval.
-        ax.plot(
-            [e[1] for e in est],
-            [e[0] for e in est],
-            "|",
-            color="#0b2545",
-            ms=10,
-            mew=2,
-            ls="none",
-            zorder=4,
-        )
+    estimate_ticks(ax, ys, rows)
     label_groups(
         ax, ys, headers, [r["label"] for r in rows], [GROUPS.get(h[1], h[1]) for h in headers]
     )
