@@ -191,3 +191,7 @@ def test_detector_mode_fits_on_the_configured_trace_then_evaluates(
     assert r.in_distribution is not None and r.overlap.checked
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["model_sha256"] == r.model.sha256 and manifest["sources"] == [OTHER]
+
+
+def test_run_readers_refuse_an_evaluation_by_name(evaluated: Path) -> None:
+    fails_cleanly(["diagnose", str(evaluated)], "is a `gatebench evaluate` result")

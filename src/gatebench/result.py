@@ -321,6 +321,12 @@ class EvaluationResult(Measurements):
                 "`gatebench run` writes. Re-run the evaluation into this directory "
                 "(gatebench run --out DIR)."
             )
+        if payload.get("kind") == "unseen":
+            raise SchemaError(
+                f"{path} is a `gatebench evaluate` result (a model on never-seen data), not a "
+                "run's: `gatebench report DIR` renders it; compare and diagnose take run "
+                "directories from `gatebench run`."
+            )
         version = check_major(
             path, payload, SCHEMA_VERSION, "Re-run the evaluation or install a matching gatebench."
         )
