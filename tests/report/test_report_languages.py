@@ -96,3 +96,14 @@ def test_the_report_shows_it_in_the_per_dataset_section(full_report: Path) -> No
     assert fig.find("svg") is not None
     caption = fig.find("figcaption")
     assert caption is not None and caption.text.startswith("Figure 21. Per-language forest plot")
+
+
+def test_result_md_lists_every_language_row(full_run: Path) -> None:
+    from gatebench.report.markdown import render_result_md
+
+    run = load_run(full_run)
+    text = render_result_md(run)
+    assert "## Per language" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and " | " in line]
+    for row in run.result.by_language:
+        assert any(line.startswith(f"| {row.language} | {row.n} |") for line in rows), row.language

@@ -59,6 +59,8 @@ def render_result_md(
         auc=tables.auc_row(run),
         leaderboard=leaderboard,
         has_comparisons=has_comparisons,
+        languages=run.result.by_language,
+        languages_skipped=run.result.by_language_skipped,
         competitor=names(run)["competitor"],
         failing=[d for d in diagnostics if d["status"] == "FAIL"],
         warnings=[d for d in diagnostics if d["status"] == "WARN"],
