@@ -28,7 +28,7 @@ from gatebench.served import ServeSettings
 from gatebench.trace import Trace, TraceSpec, build_trace
 from gatebench.unseen.baseline import in_distribution
 from gatebench.unseen.overlap import overlapping_prompts, training_spec, training_trace
-from gatebench.unseen.rates import pooled_rates, source_rates
+from gatebench.unseen.rates import rates_at
 from gatebench.unseen.result import ModelInfo, Overlap, UnseenResult
 
 __all__ = ["UnseenResult", "evaluate_model", "model_sha256"]
@@ -179,6 +179,7 @@ def evaluate_model(
     t3 = time.perf_counter()
     boot = {"seed": seed, "n_resamples": n_resamples}
     languages, few = by_language(prompts, threshold=threshold, **boot)
+    pooled, by_source = rates_at(y, s, src, threshold, excluded=excluded, **boot)
     result = UnseenResult(
         model=ModelInfo(
             dir=str(model_dir),
@@ -191,8 +192,8 @@ def evaluate_model(
         data_trace_id=data.trace_id,
         sources=sorted(set(src.tolist())),
         overlap=overlap,
-        pooled=pooled_rates(y, s, src, threshold, **boot),
-        by_source=source_rates(y, s, src, threshold, excluded=excluded, **boot),
+        pooled=pooled,
+        by_source=by_source,
         by_language=jsonable(languages),
         by_language_skipped=few,
         in_distribution=in_distribution(model, threshold),
