@@ -57,6 +57,7 @@ __all__ = [
     "load_trace",
     "prompts_from_chunks",
     "scored_rows",
+    "shares_group_with",
 ]
 
 # 2: rows carry a role; training rows that share a group with an evaluation row are dropped.
@@ -294,6 +295,13 @@ def scored_rows(frame: pd.DataFrame) -> np.ndarray:
     return (frame["role"] != str(Role.TRAINING)).to_numpy()
 
 
+def shares_group_with(groups: np.ndarray, anchors: np.ndarray) -> np.ndarray:
+    """True for every row whose composite group holds at least one ``anchors`` row."""
+    touched = np.zeros(int(groups.max()) + 1, dtype=bool)
+    touched[groups[anchors]] = True
+    return touched[groups]
+
+
 def _drop_training_overlap(frame: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, dict[str, int]]:
     """Drop training prompts that share a composite group with any evaluation row.
 
@@ -305,10 +313,7 @@ def _drop_training_overlap(frame: pd.DataFrame, seed: int) -> tuple[pd.DataFrame
     training = ~scored_rows(frame)
     if not training.any() or training.all():
         return frame, {}
-    groups = composite_groups(frame, seed).groups
-    touched = np.zeros(int(groups.max()) + 1, dtype=bool)
-    touched[groups[~training]] = True
-    drop = training & touched[groups]
+    drop = training & shares_group_with(composite_groups(frame, seed).groups, ~training)
     dropped = frame.loc[drop].drop_duplicates("sample_id")["source"].value_counts()
     kept = frame.loc[~drop].reset_index(drop=True)
     return kept, {str(k): int(v) for k, v in sorted(dropped.items())}

@@ -20,9 +20,7 @@ import pandas as pd
 from gatebench.artifacts import read_json
 from gatebench.errors import DataError
 from gatebench.modeldir import LoadedModel
-from gatebench.seeding import child_seed
-from gatebench.split import LSHParams, group_keys
-from gatebench.trace import Trace, TraceSpec, build_trace
+from gatebench.trace import Trace, TraceSpec, build_trace, composite_groups, shares_group_with
 
 __all__ = ["overlapping_prompts", "training_spec", "training_trace"]
 
@@ -73,15 +71,8 @@ def overlapping_prompts(train: pd.DataFrame, evaluated: pd.DataFrame, seed: int)
     ``seed`` is the training trace's root seed, so the MinHash clusters are
     those its own grouping used.
     """
-    both = pd.concat(
-        [train[["text", "sample_id", "parent_id"]], evaluated[["text", "sample_id", "parent_id"]]],
-        ignore_index=True,
-    )
-    parent = both["parent_id"].where(both["parent_id"].notna(), both["sample_id"])
-    params = LSHParams(seed=child_seed(seed, "minhash"))
-    groups = group_keys(both["text"].tolist(), both["sample_id"].tolist(), parent.tolist(), params)
-    n_train = len(train)
-    seen = np.zeros(int(groups.groups.max()) + 1, dtype=bool)
-    seen[groups.groups[:n_train]] = True
-    hit = seen[groups.groups[n_train:]]
+    columns = ["text", "sample_id", "parent_id"]
+    both = pd.concat([train[columns], evaluated[columns]], ignore_index=True)
+    from_train = np.arange(len(both)) < len(train)
+    hit = shares_group_with(composite_groups(both, seed).groups, from_train)[len(train) :]
     return set(evaluated.loc[hit, "sample_id"].astype(str))
