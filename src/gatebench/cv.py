@@ -26,7 +26,7 @@ from gatebench.errors import ConfigError, DetectorError
 from gatebench.parallel import Executor
 from gatebench.progress import Progress
 from gatebench.seeding import child_seed
-from gatebench.split import GroupResult, assign_folds
+from gatebench.split import PASSES, GroupResult, assign_folds
 from gatebench.split.splitters import inner_split
 from gatebench.threshold import fold_threshold
 from gatebench.trace import composite_groups, scored_rows
@@ -45,8 +45,6 @@ __all__ = [
 ]
 
 VALID_FRACTION = 0.15
-#: The CV passes: StratifiedKFold (the headline) and StratifiedGroupKFold (the leakage check).
-PASSES = ("strat", "sgk")
 # Bumped whenever FoldResult's fields change, so old checkpoints are not reused.
 CHECKPOINT_FORMAT = 2
 

@@ -25,11 +25,10 @@ from numpy.typing import NDArray
 from gatebench.artifacts import read_json, read_result
 from gatebench.errors import DataError
 from gatebench.result import DiagnosticRecord, EvaluationResult, SourceRow
+from gatebench.split import HEADLINE_PASS
 
 __all__ = ["HEADLINE_PASS", "UNNAMED_DETECTOR", "RunData", "load_run"]
 
-#: The pass whose pooled OOF scores give every headline number.
-HEADLINE_PASS = "strat"
 #: What captions call a detector the run did not name: neutral words, never a system's name.
 UNNAMED_DETECTOR = "this detector"
 

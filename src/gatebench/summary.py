@@ -23,6 +23,7 @@ from gatebench.parallel import Executor
 from gatebench.per_language import by_language
 from gatebench.result import Measurements
 from gatebench.seeding import child_sequence
+from gatebench.split import HEADLINE_PASS
 from gatebench.threshold import (
     fold_threshold_table,
     natural_threshold,
@@ -32,7 +33,6 @@ from gatebench.threshold import (
 
 __all__ = ["summarise"]
 
-HEADLINE_PASS = "strat"
 MICRO_KEYS = (
     "f1",
     "precision",

@@ -12,12 +12,10 @@ from gatebench.cv import CrossValidation, FoldResult
 from gatebench.detectors import DetectorSpec
 from gatebench.parallel import Executor
 from gatebench.result import Measurements
-from gatebench.split import GroupResult
+from gatebench.split import HEADLINE_PASS, GroupResult
 from gatebench.trace import scored_rows
 
 __all__ = ["DiagnosticContext"]
-
-HEADLINE_PASS = "strat"
 
 
 @dataclass

@@ -9,6 +9,8 @@ from gatebench.split.groups import (
     near_duplicate_clusters,
 )
 from gatebench.split.splitters import (
+    HEADLINE_PASS,
+    PASSES,
     TRAINING_ONLY,
     assign_folds,
     fold_label_marginals,
@@ -19,6 +21,8 @@ from gatebench.split.splitters import (
 )
 
 __all__ = [
+    "HEADLINE_PASS",
+    "PASSES",
     "TRAINING_ONLY",
     "GroupResult",
     "GroupStats",

@@ -18,6 +18,8 @@ from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, Strat
 from gatebench.errors import ConfigError
 
 __all__ = [
+    "HEADLINE_PASS",
+    "PASSES",
     "TRAINING_ONLY",
     "assign_folds",
     "fold_label_marginals",
@@ -31,6 +33,10 @@ _LABEL_NAMES = {0: "benign", 1: "attack"}
 # Fold id of rows that are never scored: they fall outside every test fold, so
 # ``folds != k`` puts them in the training split of every fold.
 TRAINING_ONLY = -1
+#: The CV passes: StratifiedKFold (the headline) and StratifiedGroupKFold (the leakage check).
+PASSES = ("strat", "sgk")
+#: The pass whose pooled out-of-fold scores give every headline number.
+HEADLINE_PASS = PASSES[0]
 
 
 def _check_seed(seed: object) -> int:
@@ -315,7 +321,7 @@ def assign_folds(
     groups: ArrayLike | None,
     *,
     scored: ArrayLike | None = None,
-    passes: tuple[str, ...] = ("strat", "sgk"),
+    passes: tuple[str, ...] = PASSES,
     n_splits: int = 5,
     seeds: dict[str, int],
 ) -> dict[str, NDArray[np.int64]]:

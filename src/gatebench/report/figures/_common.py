@@ -7,6 +7,7 @@ from typing import Any
 
 from gatebench.report.fmt import is_num
 from gatebench.result import DiagnosticRecord
+from gatebench.split import HEADLINE_PASS
 
 __all__ = [
     "HEADLINE_PASS",
@@ -22,8 +23,6 @@ __all__ = [
     "pass_order",
 ]
 
-#: The CV pass the headline numbers come from.
-HEADLINE_PASS = "strat"
 #: Display names of the CV passes a run records.
 PASS_NAMES = {
     "strat": "StratifiedKFold (headline)",
