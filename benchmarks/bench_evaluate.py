@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 from gatebench.unseen import evaluate_model
-from gatebench.unseen.result import UnseenResult
 
 SOURCE = "alpaca-instructions"
 
@@ -39,7 +38,7 @@ def main() -> None:
     for i in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            out = evaluate_model(
+            r = evaluate_model(
                 args.model_dir,
                 [SOURCE],
                 out=Path(tmp) / "out",
@@ -48,7 +47,6 @@ def main() -> None:
                 cache_dir=Path(".cache/gatebench"),
             )
             walls.append(time.perf_counter() - t0)
-            r = UnseenResult.read(out / "result.json")
             steps.append(r.timings_seconds)
             print(f"run {i}: {walls[-1]:.1f} s, {r.pooled.n} prompts scored, "
                   f"{r.overlap.prompts} set aside; {r.timings_seconds}")  # fmt: skip

@@ -6,7 +6,7 @@ The command is a plain function; :mod:`gatebench.cli` registers it on the app.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -29,6 +29,9 @@ from gatebench.cli.options import (
     parse_caps,
 )
 from gatebench.errors import ConfigError, GatebenchError
+
+if TYPE_CHECKING:
+    from gatebench.unseen.result import UnseenResult
 
 __all__ = ["evaluate"]
 
@@ -80,7 +83,7 @@ def evaluate(
         if detector is not None:
             # Kept beside the result, so the figures trace back to the exact model and run.
             model_dir = _fit(detector, data_dir, root, out / "fitted")
-        evaluate_model(
+        result = evaluate_model(
             model_dir,
             data,
             out=out,
@@ -91,10 +94,10 @@ def evaluate(
             seed=root,
             n_resamples=bootstrap,
         )
-        report = render_unseen(out)
+        report = render_unseen(out, result)
     except GatebenchError as exc:
         fail(exc)
-    _print(out)
+    _print(result)
     console.print(f"report: {report}", highlight=False)
 
 
@@ -122,10 +125,7 @@ def _fit(detector: str, data_dir: Path | None, seed: int, where: Path) -> Path:
     return api.train(config, where / "model")
 
 
-def _print(out: Path) -> None:
-    from gatebench.unseen.result import UnseenResult
-
-    r = UnseenResult.read(out / "result.json")
+def _print(r: UnseenResult) -> None:
     table = Table(title=f"{r.model.detector.get('name')} at θ = {r.model.threshold:.4f} (95% CI)")
     table.add_column("side", no_wrap=True)
     for col in ("n", "recall", "FPR", "F1", "AUC"):

@@ -108,7 +108,7 @@ def evaluate_model(
     keep_overlap: bool = False,
     seed: int = 20260527,
     n_resamples: int = 2000,
-) -> Path:
+) -> UnseenResult:
     """Score a model directory on ``sources``; write ``out/result.json``, ``oof.parquet``, manifest.
 
     Parameters
@@ -128,6 +128,11 @@ def evaluate_model(
         Score prompts the training trace already holds instead of excluding them.
     seed, n_resamples
         Root seed and B of the intervals.
+
+    Returns
+    -------
+    UnseenResult
+        What ``out/result.json`` holds.
     """
     output_directory(out, "--out")
     t0 = time.perf_counter()
@@ -223,4 +228,4 @@ def evaluate_model(
         },
     )
     artifacts.write_json(out / "result.json", result.model_dump(mode="json"))
-    return out
+    return result
