@@ -371,12 +371,13 @@ def _explain(path: Path | str, version: str, payload: dict[str, Any], exc: Valid
     value = payload.get(top)
     shown = json.dumps(value, default=str)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    lists = ("by_source", "by_language", "diagnostics", "roc_per_fold")
-    want = "a JSON list of objects" if top in lists else "a JSON object"
-    shape_wrong = (len(first["loc"]) == 1) or (
-        isinstance(value, list) and len(first["loc"]) == 2 and not isinstance(first["input"], dict)
-    )
-    if shape_wrong and first["type"] not in ("missing",) and top in _SECTION_SHAPES:
+    # A section of the wrong JSON type, or a list section holding a non-object, is named as
+    # such; pydantic's error type already says which shape was expected.
+    loc, kind = first["loc"], first["type"]
+    whole = len(loc) == 1 and kind in _SHAPE_ERRORS
+    item = len(loc) == 2 and isinstance(value, list) and kind in _SHAPE_ERRORS
+    if whole or item:
+        want = "a JSON list of objects" if item or kind == "list_type" else "a JSON object"
         return (
             f"{path}: section {top!r} is {shown}, expected {want}; the file was edited or "
             f"damaged. {_RERUN}"
@@ -391,22 +392,5 @@ def _explain(path: Path | str, version: str, payload: dict[str, Any], exc: Valid
     )
 
 
-#: Sections that are JSON objects or lists of objects, whose wrong shape is named as such.
-_SECTION_SHAPES = frozenset(
-    {
-        "trace",
-        "detector",
-        "config",
-        "operating_point",
-        "natural_point",
-        "metrics",
-        "by_source",
-        "by_language",
-        "passes",
-        "leakage",
-        "fold_thresholds",
-        "latency_ms",
-        "diagnostics",
-        "comparisons",
-    }
-)
+#: Pydantic error types that mean "this value is not the JSON shape the field takes".
+_SHAPE_ERRORS = frozenset({"dict_type", "model_type", "list_type"})
