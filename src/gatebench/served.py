@@ -13,9 +13,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gatebench.chunking import chunk_spans
+from gatebench.conversation import (
+    DEFAULT_SCAN_ROLES,
+    Conversation,
+    ConversationError,
+    ScanPolicy,
+    score_conversations,
+)
 from gatebench.detectors import check_scores
 from gatebench.modeldir import load_model
 
@@ -43,6 +50,25 @@ class ServeSettings(BaseModel):
     #: Most texts one scoring call takes when concurrent requests are coalesced.
     batch_texts: int = Field(64, ge=1)
     token: str | None = None
+    #: Roles scanned when a conversation's request names none.
+    scan_roles: tuple[str, ...] = DEFAULT_SCAN_ROLES
+    #: Also score a window across each border of neighbouring same-role scanned messages.
+    span_adjacent: bool = True
+    #: Messages in one conversation; more get 413.
+    max_messages: int = Field(1000, ge=1)
+
+    @field_validator("scan_roles")
+    @classmethod
+    def _known_roles(cls, roles: tuple[str, ...]) -> tuple[str, ...]:
+        try:
+            return ScanPolicy.parse(list(roles), where="scan_roles").roles
+        except ConversationError as exc:
+            raise ValueError(str(exc)) from None
+
+    @property
+    def policy(self) -> ScanPolicy:
+        """The scanning policy a conversation gets unless its request sets one."""
+        return ScanPolicy(tuple(self.scan_roles), self.span_adjacent)
 
 
 class _Scorer(Protocol):
@@ -123,6 +149,30 @@ class ServedModel:
                 }
             )
             k += len(sp)
+        return out
+
+    def score_conversations(
+        self, conversations: Sequence[Conversation], policy: ScanPolicy | None = None
+    ) -> list[dict[str, Any]]:
+        """Score conversations under ``policy`` (the settings' policy by default).
+
+        Every window of every conversation is scored in one call; each result
+        has the conversation score and verdict, the message and window that
+        drove it, and every message's own score (see
+        :func:`gatebench.conversation.pool_scan`).
+        """
+        t0 = time.perf_counter()
+        out = score_conversations(
+            conversations,
+            policy or self.settings.policy,
+            self._score_windows,
+            size=self.settings.chunk_chars,
+            overlap=self.settings.chunk_overlap,
+            threshold=self.threshold,
+        )
+        total = (time.perf_counter() - t0) * 1e3
+        for r in out:
+            r["timings_ms"] = {**r["timings_ms"], "total": total}
         return out
 
 

@@ -146,7 +146,11 @@ def test_schema_declares_every_request_body(guarded: ServerThread) -> None:
     for op in posts.values():
         assert op["requestBody"]["required"] is True
         assert "schema" in op["requestBody"]["content"]["application/json"]
-    one, batch = posts["/v1/score"]["requestBody"]["content"]["application/json"]["schema"]["oneOf"]
+    shapes = posts["/v1/score"]["requestBody"]["content"]["application/json"]["schema"]["oneOf"]
+    one, batch, messages, conversations = shapes
+    assert messages["required"] == ["messages"] and conversations["required"] == ["conversations"]
+    listed = messages["properties"]["messages"]
+    assert (listed["minItems"], listed["maxItems"]) == (1, SETTINGS.max_messages)
     assert one["required"] == ["text"] and one["additionalProperties"] is False
     assert one["properties"]["text"]["maxLength"] == SETTINGS.max_text_chars
     texts = batch["properties"]["texts"]

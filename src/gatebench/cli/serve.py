@@ -152,6 +152,23 @@ def serve(
             "(1: score every request alone).",
         ),
     ] = 64,
+    scan_roles: Annotated[
+        str,
+        typer.Option(
+            help="Roles of a conversation scanned when a request names none "
+            "(comma-separated, of system, user, assistant, tool, document).",
+        ),
+    ] = "user,tool,document",
+    span_adjacent: Annotated[
+        bool,
+        typer.Option(
+            help="Also score a window across the border of neighbouring scanned messages "
+            "of the same role (one extra window per such pair)."
+        ),
+    ] = True,
+    max_messages: Annotated[
+        int, typer.Option(min=1, help="Most messages in one conversation (413 above).")
+    ] = 1000,
 ) -> None:
     """Serve a model over HTTP: /v1/score, /v1/info, /healthz, /metrics, /openapi.json.
 
@@ -159,12 +176,17 @@ def serve(
     OpenAPI document at /openapi.json describes every endpoint.
     """
     _one_math_thread()
+    from gatebench.conversation import ScanPolicy
     from gatebench.serve.model import ServeSettings
     from gatebench.serve.server import serve_forever, serve_workers
     from gatebench.served import served_model
 
     try:
+        policy = ScanPolicy.parse(scan_roles, where="--scan-roles")
         settings = ServeSettings(
+            scan_roles=policy.roles,
+            span_adjacent=span_adjacent,
+            max_messages=max_messages,
             max_body_bytes=max_body_bytes,
             max_batch=max_batch,
             max_text_chars=max_text_chars,

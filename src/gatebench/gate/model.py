@@ -29,6 +29,12 @@ from typing import Any, Self
 
 import numpy as np
 
+from gatebench.conversation import (
+    Conversation,
+    ScanPolicy,
+    parse_conversation,
+    score_conversations,
+)
 from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
 from gatebench.gate.cascade import exit_fractions, new_stats, route, run_cascade, stage_report
 from gatebench.gate.columns import column_names, combiner_input, feature_columns
@@ -50,6 +56,7 @@ from gatebench.gate.persist import open_gate, save_gate
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.training import fit_gate
 from gatebench.gate.views import Featurizer, Views
+from gatebench.served import ServeSettings
 
 __all__ = ["DEFAULT_HEADS", "STYLE_FEATURES", "Gate"]
 
@@ -357,6 +364,48 @@ class Gate:
         if self.threshold is None:
             raise RuntimeError("no operating threshold recorded; pass threshold= or set .threshold")
         return self.score(texts) >= self.threshold
+
+    def score_messages(
+        self, messages: object, *, policy: ScanPolicy | str | None = None
+    ) -> dict[str, Any]:
+        """Score one conversation: OpenAI-style ``messages`` or a :class:`Conversation`.
+
+        By default user turns are scanned for direct injection and jailbreaks,
+        tool results and documents for indirect injection, and system and
+        assistant turns are skipped (``policy`` changes that). Each scanned
+        message is windowed and max-pooled as a lone text is; the result has
+        the conversation score, the verdict at :attr:`threshold` (when one is
+        recorded), the message and window that drove it, and each message's
+        score. See :func:`gatebench.conversation.pool_scan`.
+
+        Examples
+        --------
+        >>> gate.score_messages([  # doctest: +SKIP
+        ...     {"role": "user", "content": "Summarise my inbox"},
+        ...     {"role": "tool", "content": "Ignore previous instructions and ..."},
+        ... ])["driver"]["role"]
+        'tool'
+        """
+        return self.score_conversations([messages], policy=policy)[0]
+
+    def score_conversations(
+        self, conversations: Sequence[object], *, policy: ScanPolicy | str | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`score_messages` for many conversations, scored in one batch."""
+        checked = [
+            c if isinstance(c, Conversation) else parse_conversation(c, where=f"conversations[{n}]")
+            for n, c in enumerate(conversations)
+        ]
+        chosen = policy if isinstance(policy, ScanPolicy) else ScanPolicy.parse(policy)
+        geometry = ServeSettings()
+        return score_conversations(
+            checked,
+            chosen,
+            self.score_stages,
+            size=geometry.chunk_chars,
+            overlap=geometry.chunk_overlap,
+            threshold=self.threshold,
+        )
 
     # -- diagnostics -------------------------------------------------------------------
     def head_scores(self, texts: Sequence[str]) -> dict[str, np.ndarray]:

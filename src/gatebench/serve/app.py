@@ -20,15 +20,17 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from gatebench.conversation import ConversationError, plan_scan, pool_scan
 from gatebench.serve.batcher import MicroBatcher
 from gatebench.serve.metrics import ServiceMetrics
 from gatebench.serve.model import ServedModel, ServeSettings
+from gatebench.serve.openapi import score_request_body
 from gatebench.serve.validation import (
     BadRequest,
+    ScoreRequest,
     check_content_type,
-    parse_texts,
+    parse_request,
     read_body,
-    score_request_body,
 )
 
 __all__ = ["create_app"]
@@ -89,27 +91,61 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
         if not hmac.compare_digest(given, expected):
             raise BadRequest(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
 
+    async def score_conversations(req: ScoreRequest) -> list[dict[str, Any]]:
+        # Planned before anything is scored, so a conversation with nothing to
+        # scan is refused (422) rather than answered "allow".
+        assert req.conversations is not None and req.policy is not None
+        where = "conversations[{}]" if req.batch else "messages"
+        size, overlap = settings.chunk_chars, settings.chunk_overlap
+        try:
+            plans = [
+                plan_scan(c, req.policy, size=size, overlap=overlap, where=where.format(n))
+                for n, c in enumerate(req.conversations)
+            ]
+        except ConversationError as exc:
+            raise BadRequest(422, str(exc)) from None
+        # Windows are at most chunk_chars long, so each is scored whole, and
+        # they share the micro-batcher with plain texts.
+        scored = await batcher.score([w.text for p in plans for w in p.windows])
+        out, k = [], 0
+        for p in plans:
+            part = scored[k : k + len(p.windows)]
+            result = pool_scan(
+                p, [r["score"] for r in part], [r["stage"] for r in part], model.threshold
+            )
+            result["timings_ms"] = part[0]["timings_ms"]
+            out.append(result)
+            k += len(p.windows)
+        return out
+
     @app.post(
         "/v1/score",
-        summary="Score one text or a batch",
+        summary="Score a text, a conversation, or a batch of either",
         openapi_extra={"requestBody": score_request_body(settings)},
     )
     async def score(request: Request) -> JSONResponse:
-        """Body ``{"text": "..."}`` or ``{"texts": ["...", ...]}``.
+        """Body ``{"text": ...}``, ``{"texts": [...]}``, ``{"messages": [...]}`` or
+        ``{"conversations": [[...], ...]}``; conversations may add ``"scan"``.
 
-        Each result has the score, the decision at the model's operating
+        A text's result has the score, the decision at the model's operating
         threshold, the stage that decided, the chunk that drove a long
-        input's score, and per-stage timings in milliseconds.
+        input's score, and per-stage timings in milliseconds. A conversation's
+        result has the conversation score (the maximum over its scanned
+        messages), the decision, the message and window that drove it, every
+        message's own score, and the scanning policy used.
         """
         t0 = time.perf_counter()
         _authorise(request)
         check_content_type(request.headers.get("content-type"))
-        texts, batch = parse_texts(await read_body(request, settings), settings)
-        results = await batcher.score(texts)
+        req = parse_request(await read_body(request, settings), settings)
+        if req.texts is not None:
+            results = await batcher.score(req.texts)
+        else:
+            results = await score_conversations(req)
         elapsed = (time.perf_counter() - t0) * 1000.0
         metrics.observe(results, elapsed)
         body: dict[str, Any] = {"threshold": model.threshold, "elapsed_ms": elapsed}
-        body.update({"results": results} if batch else results[0])
+        body.update({"results": results} if req.batch else results[0])
         return JSONResponse(body)
 
     @app.get("/v1/info", summary="Model version, trace id, operating point, heads")

@@ -60,6 +60,29 @@ class GatebenchClient:
         results: list[dict[str, Any]] = self._post({"texts": texts})["results"]
         return results
 
+    def score_messages(
+        self, messages: list[dict[str, Any]], *, scan: dict[str, Any] | list[str] | None = None
+    ) -> dict[str, Any]:
+        """Score one conversation (OpenAI-style ``messages``).
+
+        ``scan`` overrides the server's scanning policy for this call, e.g.
+        ``["user", "tool", "system"]`` or ``{"span_adjacent": False}``. The
+        result has the conversation score and decision, the ``driver``
+        (message, role, window) and every message's own score.
+        """
+        return self._post({"messages": messages} | ({"scan": scan} if scan is not None else {}))
+
+    def score_conversations(
+        self,
+        conversations: list[list[dict[str, Any]]],
+        *,
+        scan: dict[str, Any] | list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Score several conversations in one request."""
+        payload = {"conversations": conversations} | ({"scan": scan} if scan is not None else {})
+        results: list[dict[str, Any]] = self._post(payload)["results"]
+        return results
+
     def info(self) -> dict[str, Any]:
         """The model's version, trace id, operating point and limits."""
         data: dict[str, Any] = self._http.get("/v1/info").raise_for_status().json()

@@ -5,7 +5,7 @@ that every kind of bad input (wrong content type, oversized, slow, invalid
 UTF-8, invalid or deeply nested JSON, lone surrogates) gets a 4xx with a
 message that says what was wrong, and never a 500. Anything a message quotes
 back from the request is shortened, so a huge request gets a short answer.
-:func:`score_request_body` describes the same rules for the OpenAPI document.
+:mod:`gatebench.serve.openapi` describes the same rules for the OpenAPI document.
 """
 
 from __future__ import annotations
@@ -14,18 +14,19 @@ import asyncio
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from fastapi import Request
 
+from gatebench.conversation import Conversation, ConversationError, ScanPolicy, parse_conversation
 from gatebench.serve.model import ServeSettings
 
 __all__ = [
     "BadRequest",
+    "ScoreRequest",
     "check_content_type",
-    "parse_texts",
+    "parse_request",
     "read_body",
-    "score_request_body",
 ]
 
 #: Most unknown field names a 422 lists, and the characters shown of each.
@@ -102,35 +103,91 @@ async def read_body(request: Request, settings: ServeSettings) -> bytes:
     return b"".join(chunks)
 
 
-def parse_texts(body: bytes, settings: ServeSettings) -> tuple[list[str], bool]:
-    """Return the texts and whether the request was a batch."""
+@dataclass(frozen=True)
+class ScoreRequest:
+    """A checked ``POST /v1/score`` body: texts, or conversations with their policy."""
+
+    texts: list[str] | None = None
+    conversations: list[Conversation] | None = None
+    policy: ScanPolicy | None = None
+    batch: bool = False
+
+
+#: The body's one required field, and whether it is a batch.
+_SHAPES = {"text": False, "texts": True, "messages": False, "conversations": True}
+_SHAPE_HINT = (
+    'give exactly one of "text" (a string), "texts" (a list of strings), "messages" '
+    '(a list of {"role", "content"} objects) or "conversations" (a list of message lists)'
+)
+
+
+def _decode(body: bytes) -> object:
     try:
         decoded = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadRequest(400, f"body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        payload = json.loads(decoded)
+        return json.loads(decoded)
     except json.JSONDecodeError as exc:
         raise BadRequest(400, f"body is not valid JSON: {exc.msg} at position {exc.pos}") from None
     except RecursionError:
         raise BadRequest(400, "body JSON is nested too deeply") from None
+
+
+def parse_request(body: bytes, settings: ServeSettings) -> ScoreRequest:
+    """Check a score request body; every refusal is a :class:`BadRequest` saying why."""
+    payload = _decode(body)
     if not isinstance(payload, dict):
-        raise BadRequest(422, 'body must be a JSON object: {"text": "..."} or {"texts": [...]}')
-    unknown = set(payload) - {"text", "texts"}
-    if unknown or len(payload) != 1:
+        raise BadRequest(422, f"body must be a JSON object; {_SHAPE_HINT}")
+    given = [k for k in payload if k in _SHAPES]
+    unknown = sorted(set(payload) - set(_SHAPES) - {"scan"})
+    if unknown or len(given) != 1:
         raise BadRequest(
             422,
-            'give exactly one of "text" (a string) or "texts" (a list of strings)'
-            + (f"; unknown fields: {_quote_names(sorted(unknown))}" if unknown else ""),
+            _SHAPE_HINT + (f"; unknown fields: {_quote_names(unknown)}" if unknown else ""),
         )
-    batch = "texts" in payload
-    texts = payload["texts"] if batch else [payload["text"]]
-    if not isinstance(texts, list):
-        raise BadRequest(422, f'"texts" must be a list of strings, got {type(texts).__name__}')
-    if len(texts) > settings.max_batch:
-        raise BadRequest(413, f"batch of {len(texts):,} texts; the limit is {settings.max_batch:,}")
-    if batch and not texts:
-        raise BadRequest(422, '"texts" is empty; send at least one text')
+    field = given[0]
+    batch = _SHAPES[field]
+    if field in ("text", "texts"):
+        if "scan" in payload:
+            raise BadRequest(422, '"scan" applies to "messages" and "conversations" only')
+        return ScoreRequest(texts=_texts(payload[field], batch, settings), batch=batch)
+    items = payload[field] if batch else [payload[field]]
+    if batch:
+        _check_batch(items, "conversations", "conversation", settings)
+    try:
+        policy = ScanPolicy.parse(payload.get("scan"), default=settings.policy)
+        conversations = [
+            parse_conversation(
+                c,
+                where=f"conversations[{i}]" if batch else "messages",
+                max_messages=settings.max_messages,
+                max_chars=settings.max_text_chars,
+            )
+            for i, c in enumerate(items)
+        ]
+    except ConversationError as exc:
+        raise BadRequest(413 if exc.too_large else 422, str(exc)) from None
+    return ScoreRequest(conversations=conversations, policy=policy, batch=batch)
+
+
+def _check_batch(items: object, field: str, what: str, settings: ServeSettings) -> None:
+    if not isinstance(items, list):
+        of = "strings" if what == "text" else "message lists"
+        raise BadRequest(422, f'"{field}" must be a list of {of}, got {type(items).__name__}')
+    if len(items) > settings.max_batch:
+        raise BadRequest(
+            413, f"batch of {len(items):,} {what}s; the limit is {settings.max_batch:,}"
+        )
+    if not items:
+        raise BadRequest(422, f'"{field}" is empty; send at least one {what}')
+
+
+def _texts(value: object, batch: bool, settings: ServeSettings) -> list[str]:
+    if batch:
+        _check_batch(value, "texts", "text", settings)
+    texts = value if batch else [value]
+    assert isinstance(texts, list)
     for i, text in enumerate(texts):
         where = f"texts[{i}]" if batch else "text"
         if not isinstance(text, str):
@@ -147,45 +204,4 @@ def parse_texts(body: bytes, settings: ServeSettings) -> tuple[list[str], bool]:
             raise BadRequest(
                 422, f"{where} has a lone surrogate at character {bad.start()}; send valid Unicode"
             )
-    return texts, batch
-
-
-def score_request_body(settings: ServeSettings) -> dict[str, Any]:
-    """The OpenAPI ``requestBody`` of ``POST /v1/score``: the rules of :func:`parse_texts`.
-
-    Written out rather than bound to a pydantic model so that FastAPI never
-    parses the body itself, and the limits come from ``settings``.
-    """
-    text = {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": settings.max_text_chars,
-        "pattern": r"\S",
-        "description": "Any length up to the limit: long texts are windowed and max-pooled.",
-    }
-    one = {
-        "title": "One text",
-        "type": "object",
-        "properties": {"text": text},
-        "required": ["text"],
-        "additionalProperties": False,
-    }
-    batch = {
-        "title": "A batch",
-        "type": "object",
-        "properties": {
-            "texts": {
-                "type": "array",
-                "items": text,
-                "minItems": 1,
-                "maxItems": settings.max_batch,
-            }
-        },
-        "required": ["texts"],
-        "additionalProperties": False,
-    }
-    return {
-        "required": True,
-        "description": f"UTF-8 JSON, at most {settings.max_body_bytes:,} bytes.",
-        "content": {"application/json": {"schema": {"oneOf": [one, batch]}}},
-    }
+    return texts

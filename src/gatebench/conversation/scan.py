@@ -1,0 +1,221 @@
+"""Scanning a conversation: which windows are scored, and how their scores are pooled.
+
+Each scanned message is cut into windows exactly as a lone text is
+(:mod:`gatebench.chunking`) and takes the maximum of its windows, so a
+message's score is the score it would get sent on its own. The conversation
+takes the maximum over its messages (an attack anywhere is an attack) and
+says which message and window drove it. Neighbouring scanned messages of the
+same role also get one window across their border, the end of the first and
+the start of the second, so an instruction split across two tool results,
+or across two user turns, is scored whole at least once; it costs one extra
+window per such pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from gatebench.chunking import chunk_spans
+from gatebench.conversation.messages import Conversation, ConversationError
+from gatebench.conversation.policy import THREATS, ScanPolicy
+
+__all__ = ["BORDER_JOIN", "ScanPlan", "Window", "plan_scan", "pool_scan", "score_conversations"]
+
+#: What joins the two halves of a border window: a message break reads as a line break.
+BORDER_JOIN = "\n"
+
+#: ``score_windows(texts) -> (scores, stages, stage_ms)``, as ``Gate.score_stages``.
+WindowScorer = Callable[[list[str]], tuple[np.ndarray, list[str], dict[str, float]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One scored window.
+
+    ``message`` is the message it lies in (for a border window, the first of
+    the two) and ``start``/``end`` its characters there; a border window has
+    ``spans_to`` set to the second message and runs from ``start`` in the
+    first message to ``end`` in the second.
+    """
+
+    message: int
+    index: int
+    start: int
+    end: int
+    text: str
+    spans_to: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPlan:
+    """The windows to score for one conversation under one policy."""
+
+    conversation: Conversation
+    policy: ScanPolicy
+    windows: tuple[Window, ...]
+    #: Windows of each scanned message (border windows not counted).
+    n_windows: dict[int, int]
+    #: Why each message that is not scanned is skipped: ``role`` or ``empty``.
+    skipped: dict[int, str]
+
+
+def plan_scan(
+    conversation: Conversation,
+    policy: ScanPolicy,
+    *,
+    size: int,
+    overlap: int,
+    where: str = "messages",
+) -> ScanPlan:
+    """The windows :func:`pool_scan` needs scores for.
+
+    Raises
+    ------
+    ConversationError
+        No message of a scanned role has text: there is nothing to score, and
+        answering "allow" would hide that.
+    """
+    windows: list[Window] = []
+    n_windows: dict[int, int] = {}
+    skipped: dict[int, str] = {}
+    scanned: list[int] = []
+    messages = conversation.messages
+    for i, message in enumerate(messages):
+        if not policy.scans(message.role):
+            skipped[i] = "role"
+        elif not message.content.strip():
+            skipped[i] = "empty"
+        else:
+            spans = chunk_spans(message.content, size, overlap)
+            windows += [Window(i, k, a, b, message.content[a:b]) for k, (a, b) in enumerate(spans)]
+            n_windows[i] = len(spans)
+            scanned.append(i)
+    if not scanned:
+        raise ConversationError(
+            f"{where}: no message of a scanned role has text (roles scanned: "
+            f"{', '.join(policy.roles)}; roles sent: {', '.join(conversation.roles)}); "
+            "send a message of a scanned role, or scan more roles"
+        )
+    if policy.span_adjacent:
+        half = (size - len(BORDER_JOIN)) // 2  # a border window fits in one window
+        for i, j in pairwise(scanned):
+            if messages[i].role == messages[j].role:
+                first, second = messages[i].content, messages[j].content
+                start = max(0, len(first) - half)
+                text = first[start:] + BORDER_JOIN + second[:half]
+                windows.append(Window(i, -1, start, min(half, len(second)), text, spans_to=j))
+    return ScanPlan(conversation, policy, tuple(windows), n_windows, skipped)
+
+
+def _window_info(w: Window, n: int) -> dict[str, Any]:
+    return {"index": w.index, "start": w.start, "end": w.end, "n_windows": n}
+
+
+def _decision(score: float, threshold: float | None) -> dict[str, str]:
+    if threshold is None:
+        return {}
+    return {"decision": "block" if score >= threshold else "allow"}
+
+
+def pool_scan(
+    plan: ScanPlan,
+    scores: Sequence[float] | np.ndarray,
+    stages: Sequence[str],
+    threshold: float | None,
+) -> dict[str, Any]:
+    """One conversation's result from its windows' scores (in ``plan.windows`` order).
+
+    The result holds the conversation score (the maximum), the verdict at
+    ``threshold`` (left out when there is none), the message, role and window
+    that drove it, every message's score (``None`` for a skipped one, with
+    the reason), and every border window's score.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    best_of: dict[int, int] = {}
+    for k, w in enumerate(plan.windows):
+        if w.spans_to is None and (
+            w.message not in best_of or values[k] > values[best_of[w.message]]
+        ):
+            best_of[w.message] = k
+    messages: list[dict[str, Any]] = []
+    for i, message in enumerate(plan.conversation.messages):
+        row: dict[str, Any] = {"index": i, "role": message.role}
+        if i in best_of:
+            k = best_of[i]
+            s = float(values[k])
+            row |= {"scanned": True, "score": s, **_decision(s, threshold)}
+            row["window"] = _window_info(plan.windows[k], plan.n_windows[i])
+        else:
+            row |= {"scanned": False, "score": None, "skipped": plan.skipped[i]}
+        messages.append(row)
+    top = int(np.argmax(values))
+    w = plan.windows[top]
+    role = plan.conversation.messages[w.message].role
+    score = float(values[top])
+    return {
+        "score": score,
+        **_decision(score, threshold),
+        "stage": stages[top],
+        "driver": {
+            "message": w.message,
+            "role": role,
+            "threat": THREATS[role],
+            "window": _window_info(w, plan.n_windows[w.message]),
+            "spans_to": w.spans_to,
+        },
+        "messages": messages,
+        "borders": [
+            {"messages": [x.message, x.spans_to], "score": float(values[k])}
+            for k, x in enumerate(plan.windows)
+            if x.spans_to is not None
+        ],
+        "scanned": len(best_of),
+        "skipped": len(plan.skipped),
+        "ignored_parts": plan.conversation.ignored_parts,
+        "policy": {"roles": list(plan.policy.roles), "span_adjacent": plan.policy.span_adjacent},
+    }
+
+
+def score_conversations(
+    conversations: Sequence[Conversation],
+    policy: ScanPolicy,
+    score_windows: WindowScorer,
+    *,
+    size: int,
+    overlap: int,
+    threshold: float | None,
+) -> list[dict[str, Any]]:
+    """Plan every conversation, score all their windows in one call, and pool each.
+
+    Parameters
+    ----------
+    conversations : sequence of Conversation
+        Checked conversations (:func:`~gatebench.conversation.messages.parse_conversation`).
+    policy : ScanPolicy
+        Which roles are scanned.
+    score_windows : callable
+        ``texts -> (scores, stages, stage_ms)``; one call for the whole batch.
+    size, overlap : int
+        Window geometry (the service's ``chunk_chars`` and ``chunk_overlap``).
+    threshold : float or None
+        The operating threshold for verdicts.
+    """
+    plans = [
+        plan_scan(c, policy, size=size, overlap=overlap, where=f"conversations[{n}]")
+        for n, c in enumerate(conversations)
+    ]
+    texts = [w.text for p in plans for w in p.windows]
+    scores, stages, stage_ms = score_windows(texts)
+    out, k = [], 0
+    for p in plans:
+        m = len(p.windows)
+        result = pool_scan(p, scores[k : k + m], stages[k : k + m], threshold)
+        result["timings_ms"] = stage_ms
+        out.append(result)
+        k += m
+    return out
