@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Family", "PrimaryMetric", "Role", "Sample", "Status"]
+__all__ = ["Family", "Position", "PrimaryMetric", "Role", "Sample", "Status"]
 
 
 class Family(StrEnum):
@@ -35,6 +35,39 @@ class Role(StrEnum):
 
     EVALUATION = "evaluation"
     TRAINING = "training"
+
+
+class Position(StrEnum):
+    """Where a text sits in an LLM agent's input.
+
+    A gate in front of an agent reads user turns, tool results and retrieved
+    documents alike, and an injection planted in a tool result or a document
+    may be harder to catch than one typed by the user; results are reported
+    per position so that the difference shows.
+    """
+
+    USER = "user"
+    TOOL = "tool"
+    DOCUMENT = "document"
+
+    @classmethod
+    def parse(cls, value: object, where: str) -> Position:
+        """``value`` as a position; ``None`` is a user turn.
+
+        Raises
+        ------
+        ValueError
+            ``value`` is not one of the positions; the message names ``where``
+            (source and row) and the value.
+        """
+        if value is None:
+            return cls.USER
+        if isinstance(value, str) and value in cls._value2member_map_:
+            return cls(value)
+        raise ValueError(
+            f"{where}: position {value!r} is not one of {[str(p) for p in cls]} "
+            "(user turn, tool result, retrieved or pasted document)"
+        )
 
 
 class PrimaryMetric(StrEnum):
@@ -73,6 +106,10 @@ class Sample:
         from). Rows sharing a parent are grouped together in the grouped pass.
     language : str or None
         ISO 639-1 code where the upstream states it.
+    position : str or None
+        Where the text sits in an LLM agent's input (:class:`Position`):
+        ``"user"`` (a user turn; the default when None), ``"tool"`` (a tool or
+        function result) or ``"document"`` (retrieved or pasted content).
     meta : dict
         Free-form upstream fields kept for inspection (split, category, ...).
     """
@@ -83,4 +120,5 @@ class Sample:
     source: str
     parent_id: str | None = None
     language: str | None = None
+    position: str | None = None
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)

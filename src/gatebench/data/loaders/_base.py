@@ -17,7 +17,7 @@ from typing import Any
 
 from gatebench.data.cards import DatasetCard
 from gatebench.errors import DataError
-from gatebench.types import Sample
+from gatebench.types import Position, Sample
 
 __all__ = [
     "LoadResult",
@@ -88,11 +88,16 @@ class RowSink:
         Source name stamped on every sample and record.
     root : Path
         Source root, so that file names in reports are relative to it.
+    position : str or None
+        Where the source's texts sit in an agent's input (a
+        :class:`~gatebench.types.Position`), stamped on every sample; None for
+        a user turn. A row can say otherwise through :meth:`add`.
     """
 
-    def __init__(self, source: str, root: Path) -> None:
+    def __init__(self, source: str, root: Path, *, position: str | None = None) -> None:
         self.source = source
         self.root = root
+        self.position = position
         self.result = LoadResult()
 
     def _rel(self, path: Path) -> str:
@@ -119,12 +124,31 @@ class RowSink:
         sample_id: str,
         parent_id: str | None = None,
         language: str | None = None,
+        position: str | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Sample | None:
         """Validate one row and keep it, or record why it was refused.
 
         Returns the sample, or ``None`` when the row was malformed.
+
+        Raises
+        ------
+        DataError
+            The row's position (``position``, else the sink's) is not a
+            :class:`~gatebench.types.Position`. The loader chose it, not the
+            file, so it is a loader's bug and fails loudly instead of being
+            counted as a malformed row.
         """
+        position = self.position if position is None else position
+        if position is not None:
+            try:
+                position = str(
+                    Position.parse(
+                        position, f"source {self.source!r}, {self._rel(path)} row {line}"
+                    )
+                )
+            except ValueError as exc:
+                raise DataError(str(exc)) from None
         if text is None or (isinstance(text, float) and text != text):
             self.reject(path, line, "missing text")
             return None
@@ -147,6 +171,7 @@ class RowSink:
             source=self.source,
             parent_id=None if parent_id is None else f"{self.source}:{parent_id}",
             language=language,
+            position=position,
             meta=meta or {},
         )
         self.result.samples.append(sample)

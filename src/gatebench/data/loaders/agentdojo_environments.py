@@ -29,7 +29,7 @@ from gatebench.data.cards import DatasetCard
 from gatebench.data.loaders._base import Loader, LoadResult, RowSink, read_text
 from gatebench.data.resolve import resolve_files
 from gatebench.errors import DataError
-from gatebench.types import Family
+from gatebench.types import Family, Position
 
 _SUITES_DIR = "agentdojo/data/suites"
 # Per suite, the collections whose entries an agent reads back as tool output.
@@ -139,8 +139,10 @@ CARD = DatasetCard(
         "style (its attack code is not mirrored). Choices come from numpy "
         "default_rng(SeedSequence([seed, crc32(item id + slot)])): same seed, same rows, "
         "independent of item order. A twin's parent_id is its benign item, which carries "
-        "the same parent_id (its own id); twins of the empty page have none. Language en."
+        "the same parent_id (its own id); twins of the empty page have none. Language en. "
+        "Position: tool, benign and injected alike (every item is what a tool call returns)."
     ),
+    version=2,
 )
 
 
@@ -266,7 +268,7 @@ def _twins(seed: int, suite: str, key: str) -> list[tuple[str, int, str]]:
 
 def load(root: Path, *, seed: int = 0) -> LoadResult:
     """Emit each benign item, each followed by its injected twins (if it has slots)."""
-    sink = RowSink(CARD.name, root)
+    sink = RowSink(CARD.name, root, position=Position.TOOL)
     resolve_files(CARD, root)  # fails early, naming any missing file
     constructor = yaml.SafeLoader("")
     for suite, item_paths in _ITEM_PATHS.items():

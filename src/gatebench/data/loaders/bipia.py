@@ -12,7 +12,7 @@ from gatebench.data.cards import DatasetCard
 from gatebench.data.loaders._base import Loader, LoadResult, RowSink, iter_jsonl, read_json
 from gatebench.data.resolve import resolve_files
 from gatebench.errors import DataError
-from gatebench.types import Family
+from gatebench.types import Family, Position
 
 CARD = DatasetCard(
     name="bipia",
@@ -50,8 +50,11 @@ CARD = DatasetCard(
         "of upstream's random Punkt sentence. parent_id = the clean context's id. Bare "
         "attack strings are not emitted: many text attacks are ordinary requests ('What is "
         "the capital of Brazil?') that are attacks only inside a document. qa/abstract "
-        "contexts are absent from the repository (licence) and not built."
+        "contexts are absent from the repository (licence) and not built. Position: "
+        "document, clean and injected alike (external content an application pastes "
+        "into the prompt, not a user turn)."
     ),
+    version=2,
 )
 
 # Text attacks target the text tasks (email, table); code attacks the code task.
@@ -108,7 +111,7 @@ def _slug(category: str) -> str:
 
 def load(root: Path, *, seed: int = 0) -> LoadResult:
     """Emit clean contexts (0) and one seeded injected document per attack string (1)."""
-    sink = RowSink(CARD.name, root)
+    sink = RowSink(CARD.name, root, position=Position.DOCUMENT)
     # (kind, split) -> [(unprefixed sample id, text)] of the contexts that passed validation
     pools: dict[tuple[str, str], list[tuple[str, str]]] = {}
     attack_files: list[tuple[str, str, Path]] = []

@@ -14,7 +14,7 @@ from gatebench.data.cards import DatasetCard
 from gatebench.data.loaders._base import Loader, LoadResult, RowSink, iter_jsonl, read_json
 from gatebench.data.resolve import resolve_files
 from gatebench.errors import DataError
-from gatebench.types import Family
+from gatebench.types import Family, Position
 
 _PLACEHOLDER = "<Attacker Instruction>"
 
@@ -49,8 +49,10 @@ CARD = DatasetCard(
         "its user case's benign row; the benign row carries the same parent_id (its own id) "
         "so the grouped pass keeps all 62 injections of a context with their clean twin. "
         "User instructions and bare attacker instructions are not emitted. Capped to 500 "
-        "by default: the texts are 17 contexts x 62 instructions."
+        "by default: the texts are 17 contexts x 62 instructions. Position: tool, "
+        "clean and injected alike (every text is a tool response)."
     ),
+    version=2,
 )
 
 
@@ -62,7 +64,7 @@ def _wrap(template: str, fill: str) -> str:
 
 def load(root: Path, *, seed: int = 0) -> LoadResult:
     """Emit the 17 clean tool responses, then every base-setting injected response."""
-    sink = RowSink(CARD.name, root)
+    sink = RowSink(CARD.name, root, position=Position.TOOL)
     user_path, *case_paths = resolve_files(CARD, root)
     clean: set[str] = set()
     for lineno, row in iter_jsonl(user_path, sink):
