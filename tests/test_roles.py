@@ -164,6 +164,9 @@ def test_embedded_injections_use_training_rows_only_and_are_seeded(mirror: Path)
     made = frame[frame.source == EMBEDDED_SOURCE]
     assert 40 <= len(made) <= 50
     assert set(made.role) == {"training"} and set(made.label) == {1}
+    # The payload now sits inside a document, whatever its host was (mt-bench: user turns).
+    assert set(made.position) == {"document"}
+    assert set(frame.loc[frame.source == MTBENCH, "position"]) == {"user"}
 
     def squash(text: str) -> str:
         return " ".join(text.split())

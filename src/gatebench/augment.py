@@ -6,7 +6,8 @@ where the instruction is a few sentences in a long benign document. Nothing
 in the training corpora looks like that, so a model learns "long benign
 document = benign". These rows teach the opposite: a benign training
 document with a training-corpus attack inserted at a random sentence
-boundary is an attack.
+boundary is an attack. Every constructed row is recorded at the position
+``document``: the payload now sits inside one, whatever the host was.
 
 Only training-corpus rows are used, hosts and payloads alike, after the
 trace has dropped training rows that share a group with an evaluation row,
@@ -26,6 +27,7 @@ import pandas as pd
 
 from gatebench.seeding import child_sequence
 from gatebench.text import text_hash
+from gatebench.types import Position
 
 __all__ = ["EMBEDDED_SOURCE", "embedded_injections"]
 
@@ -97,6 +99,8 @@ def embedded_injections(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFra
                 # The host's group key, so a host and its injected copy never split.
                 "parent_id": host["parent_id"] if host["parent_id"] else host["sample_id"],
                 "language": host["language"],
+                # The payload now sits inside a document, whatever the host was.
+                "position": str(Position.DOCUMENT),
                 "text_sha256": text_hash(text),
                 "prompt_chars": len(text),
                 "role": "training",

@@ -351,7 +351,7 @@ def pool_to_prompts(chunks: pd.DataFrame, frame: pd.DataFrame) -> pd.DataFrame:
     top = order.drop_duplicates(["pass", "sample_id"], keep="first")
     train = chunks.groupby(["pass", "sample_id"], sort=False)["train_score"].max()
     meta = frame.drop_duplicates("sample_id").set_index("sample_id")[
-        ["family", "n_chunks", "prompt_chars", "language"]
+        ["family", "n_chunks", "prompt_chars", "language", "position"]
     ]
     out = top.drop(columns=["row_id", "chunk", "train_score"]).join(train, on=["pass", "sample_id"])
     out = out.join(meta, on="sample_id")

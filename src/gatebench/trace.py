@@ -42,7 +42,7 @@ from gatebench.trace_languages import (
     fill_languages,
     prompts_from_chunks,
 )
-from gatebench.types import Role, Sample
+from gatebench.types import Position, Role, Sample
 
 __all__ = [
     "DEFAULT_SOURCES",
@@ -61,7 +61,8 @@ __all__ = [
 ]
 
 # 2: rows carry a role; training rows that share a group with an evaluation row are dropped.
-TRACE_FORMAT = 2
+# 3: rows carry a position (user turn, tool result, document).
+TRACE_FORMAT = 3
 
 COLUMNS = [
     "row_id",
@@ -74,6 +75,7 @@ COLUMNS = [
     "family",
     "parent_id",
     "language",
+    "position",
     "text_sha256",
     "prompt_chars",
     "role",
@@ -247,9 +249,22 @@ def _apply_cap(samples: list[Sample], cap: int | None, seq: np.random.SeedSequen
     return [samples[i] for i in sorted(keep)]
 
 
+def _position(sample: Sample) -> str:
+    """The sample's position as stored: a :class:`Position` value, a user turn when None.
+
+    Checked here as well as in :class:`~gatebench.data.loaders.RowSink`: a
+    plug-in loader may build its samples without a sink.
+    """
+    try:
+        return str(Position.parse(sample.position, f"source {sample.source!r}, {sample.sample_id}"))
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
+
+
 def _rows(samples: list[Sample], family: str, role: Role, spec: TraceSpec) -> list[dict[str, Any]]:
     rows = []
     for s in samples:
+        position = _position(s)
         chunks = chunk_texts(s.text, spec.chunk_chars, spec.chunk_overlap)
         for i, chunk in enumerate(chunks):
             rows.append(
@@ -264,6 +279,7 @@ def _rows(samples: list[Sample], family: str, role: Role, spec: TraceSpec) -> li
                     "family": family,
                     "parent_id": s.parent_id,
                     "language": s.language,
+                    "position": position,
                     "text_sha256": text_hash(chunk),
                     "prompt_chars": len(s.text),
                     "role": str(role),
@@ -452,6 +468,12 @@ def load_trace(folder: Path | str) -> Trace:
         ) from exc
     if "role" not in frame:
         frame["role"] = str(Role.EVALUATION)
+    if "position" not in frame:
+        # Written before positions were recorded (format < 3). Only a rebuild can say
+        # which rows sat in a tool result or a document, so the position stays
+        # unknown and per-position results leave these rows out, as per-language
+        # results leave out prompts without a language.
+        frame["position"] = None
     if "languages" not in info:
         # Written before languages were detected: every missing language is the
         # loader's None, so filling it now is what a rebuild would do.

@@ -26,6 +26,7 @@ FRAME_DEFAULTS = {
     "n_chunks": 1,
     "parent_id": None,
     "language": None,
+    "position": "user",
     "role": "evaluation",
 }
 
