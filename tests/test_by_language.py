@@ -170,3 +170,12 @@ def test_rows_round_trip_through_result_json(head: pd.DataFrame, tmp_path: Path)
     again = EvaluationResult.from_json(json.loads(written.read_text()))
     assert again == result
     assert again.by_language_skipped == {"sw": 10}
+
+
+def test_a_seeded_interval_is_pinned(head: pd.DataFrame) -> None:
+    """Per-language rows go through the shared per-group rule; its seeds must not move them."""
+    rows, _ = by_language(head, threshold=THRESHOLD, seed=7, n_resamples=500)
+    en = next(r for r in rows if r["language"] == "en")
+    ci = en["primary_ci"]
+    assert (ci["low"], ci["high"]) == pytest.approx((0.7637795275590551, 0.8602941176470589))
+    assert en["recall_ci"]["low"] == pytest.approx(0.7)
