@@ -74,7 +74,7 @@ def test_provenance_and_in_distribution_side(
     model_dir, run_dir = xstest_tfidf
     r = UnseenResult.read(evaluated / "result.json")
     assert r.model.sha256 == model_sha256(model_dir)
-    assert r.schema_version == "1.0" and r.kind == "unseen"
+    assert r.schema_version == "1.1" and r.kind == "unseen"
     run = json.loads((run_dir / "result.json").read_text())
     assert r.in_distribution is not None
     assert r.in_distribution.f1 == run["metrics"]["headline"]["micro"]["f1"]
@@ -170,6 +170,19 @@ def test_per_language_rows_match_a_reference(evaluated: Path) -> None:
             assert row.recall == pytest.approx(recall_score(y, pred))
     html = (evaluated / "report.html").read_text(encoding="utf-8")
     assert 'id="unseen-languages"' in html
+
+
+def test_per_position_rows_match_a_reference(evaluated: Path) -> None:
+    r = UnseenResult.read(evaluated / "result.json")
+    oof = pd.read_parquet(evaluated / "oof.parquet")
+    # Every jackhhao prompt is a user turn: one row, holding every prompt.
+    assert set(oof["position"]) == {"user"} and r.by_position_skipped == {}
+    (row,) = r.by_position
+    y, pred = oof["label"].to_numpy(), (oof["score"] >= r.model.threshold).astype(int)
+    assert (row.position, row.n, row.n_attack) == ("user", len(oof), int(y.sum()))
+    assert row.recall == pytest.approx(recall_score(y, pred))
+    assert row.fpr == pytest.approx(float(pred[y == 0].mean()))
+    assert row.primary == r.pooled.f1
 
 
 def test_detector_mode_fits_on_the_configured_trace_then_evaluates(

@@ -31,14 +31,17 @@ __all__ = [
     "Measurements",
     "OperatingPoint",
     "PointMetrics",
+    "PositionRow",
+    "SliceRates",
     "SourceRow",
     "TraceSummary",
     "check_major",
 ]
 
 #: Major.minor; a reader accepts any minor of its major. 1.1: ``by_language``,
-#: ``by_language_skipped`` and ``trace.languages``, each optional.
-SCHEMA_VERSION = "1.1"
+#: ``by_language_skipped`` and ``trace.languages``, each optional. 1.2:
+#: ``by_position`` and ``by_position_skipped``, each optional.
+SCHEMA_VERSION = "1.2"
 
 Jsonable = Any
 
@@ -129,15 +132,14 @@ class SourceRow(_OpenSection):
     small_n: bool = False
 
 
-class LanguageRow(_Section):
-    """One prompt language at the headline threshold, every rate with its 95% interval.
+class SliceRates(_Section):
+    """The rates of one slice of the prompts at the headline threshold, each with its 95% interval.
 
     ``primary_metric`` follows the label mix as a source's card does: F1 with
     both labels, recall when every prompt is an attack, ODA (1 − FPR) when none
     is. Recall needs attacks and FPR benign prompts; each is None without them.
     """
 
-    language: str
     n: int
     n_attack: int
     n_benign: int
@@ -148,6 +150,18 @@ class LanguageRow(_Section):
     recall_ci: Interval | None = None
     fpr: float | None = None
     fpr_ci: Interval | None = None
+
+
+class LanguageRow(SliceRates):
+    """One prompt language at the headline threshold, every rate with its 95% interval."""
+
+    language: str
+
+
+class PositionRow(SliceRates):
+    """One position in an agent's input (user, tool, document), every rate with its interval."""
+
+    position: str
 
 
 class PassSummary(_Section):
@@ -271,6 +285,9 @@ class Measurements(_Section):
     # Absent from results written before languages were measured: they read as empty.
     by_language: list[LanguageRow] = Field(default_factory=list)
     by_language_skipped: dict[str, int] = Field(default_factory=dict)
+    # Absent from results written before positions were recorded (schema < 1.2).
+    by_position: list[PositionRow] = Field(default_factory=list)
+    by_position_skipped: dict[str, int] = Field(default_factory=dict)
 
     @property
     def headline(self) -> PointMetrics:

@@ -21,6 +21,7 @@ from gatebench.metrics.confusion import confusion_at
 from gatebench.metrics.frame import SourceMetricFrame, f1_fpr_sweep
 from gatebench.parallel import Executor
 from gatebench.per_language import by_language
+from gatebench.per_position import by_position
 from gatebench.result import Measurements
 from gatebench.seeding import child_sequence
 from gatebench.split import HEADLINE_PASS
@@ -250,6 +251,9 @@ def summarise(
         "calibration": calibration_report(y, s, head["fold"].to_numpy()).as_dict(),
     }
     raw["by_language"], raw["by_language_skipped"] = by_language(
+        head, threshold=op.threshold, seed=seed, n_resamples=n_resamples
+    )
+    raw["by_position"], raw["by_position_skipped"] = by_position(
         head, threshold=op.threshold, seed=seed, n_resamples=n_resamples
     )
     return Measurements.model_validate(jsonable(raw))

@@ -24,6 +24,7 @@ from gatebench.data.local import FileOptions
 from gatebench.errors import ConfigError, DataError
 from gatebench.modeldir import LoadedModel, load_model
 from gatebench.per_language import by_language
+from gatebench.per_position import by_position
 from gatebench.served import ServeSettings
 from gatebench.trace import Trace, TraceSpec, build_trace
 from gatebench.unseen.baseline import in_distribution
@@ -86,11 +87,12 @@ def _chunking(model: LoadedModel, model_dir: Path, keep_overlap: bool) -> tuple[
 def _score(model: LoadedModel, frame: pd.DataFrame) -> pd.DataFrame:
     """Score every chunk and max-pool to prompts, as the run pools its OOF scores."""
     scores = np.asarray(model.detector.score(frame["text"].tolist()), dtype=np.float64)
-    rows = frame[["sample_id", "source", "label", "language"]].assign(score=scores)
+    rows = frame[["sample_id", "source", "label", "language", "position"]].assign(score=scores)
     pooled = rows.groupby("sample_id", sort=True, dropna=False).agg(
         source=("source", "first"),
         label=("label", "first"),
         language=("language", "first"),
+        position=("position", "first"),
         score=("score", "max"),
     )
     return pooled.reset_index()
@@ -184,6 +186,7 @@ def evaluate_model(
     t3 = time.perf_counter()
     boot = {"seed": seed, "n_resamples": n_resamples}
     languages, few = by_language(prompts, threshold=threshold, **boot)
+    positions, few_positions = by_position(prompts, threshold=threshold, **boot)
     pooled, by_source = rates_at(y, s, src, threshold, excluded=excluded, **boot)
     result = UnseenResult(
         model=ModelInfo(
@@ -201,6 +204,8 @@ def evaluate_model(
         by_source=by_source,
         by_language=jsonable(languages),
         by_language_skipped=few,
+        by_position=jsonable(positions),
+        by_position_skipped=few_positions,
         in_distribution=in_distribution(model, threshold),
         in_distribution_run=model.meta.get("evaluation_run"),
         seed=seed,

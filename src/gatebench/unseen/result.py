@@ -15,11 +15,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gatebench.errors import SchemaError
-from gatebench.result import Interval, LanguageRow, check_major
+from gatebench.result import Interval, LanguageRow, PositionRow, check_major
 
 __all__ = ["UNSEEN_SCHEMA_VERSION", "ModelInfo", "Rates", "UnseenResult", "UnseenSource"]
 
-UNSEEN_SCHEMA_VERSION = "1.0"
+#: Major.minor, read as ``result.json``'s is. 1.1: ``by_position`` and
+#: ``by_position_skipped``, each optional.
+UNSEEN_SCHEMA_VERSION = "1.1"
 
 
 class _Section(BaseModel):
@@ -83,6 +85,8 @@ class UnseenResult(_Section):
     by_source: list[UnseenSource]
     by_language: list[LanguageRow] = Field(default_factory=list)
     by_language_skipped: dict[str, int] = Field(default_factory=dict)
+    by_position: list[PositionRow] = Field(default_factory=list)
+    by_position_skipped: dict[str, int] = Field(default_factory=dict)
     in_distribution: Rates | None = None
     in_distribution_run: str | None = None
     seed: int
