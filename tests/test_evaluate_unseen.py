@@ -183,6 +183,8 @@ def test_per_position_rows_match_a_reference(evaluated: Path) -> None:
     assert row.recall == pytest.approx(recall_score(y, pred))
     assert row.fpr == pytest.approx(float(pred[y == 0].mean()))
     assert row.primary == r.pooled.f1
+    html = (evaluated / "report.html").read_text(encoding="utf-8")
+    assert 'id="unseen-positions"' in html
 
 
 def test_detector_mode_fits_on_the_configured_trace_then_evaluates(

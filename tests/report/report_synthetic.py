@@ -39,6 +39,14 @@ LANGUAGES = {
     "advbench": (("en", "zh", "sw"), (0.7, 0.27, 0.03)),
     "notinject": (("en", "ja"), (0.75, 0.25)),
 }
+#: Where each source's prompts sit in an agent's input: every group of the per-position
+#: figure gets a row (user and document: F1, tool: recall). Deepset alternates.
+POSITIONS = {
+    "deepset-prompt-injections": ("user", "document"),
+    "xstest": ("user",),
+    "advbench": ("tool",),
+    "notinject": ("user",),
+}
 TRACE_ID = "ab12cd34" * 8
 
 
@@ -62,6 +70,8 @@ def _frame(rng: np.random.Generator) -> pd.DataFrame:
                         "n_chunks": 1,
                         "prompt_chars": int(rng.integers(20, 800)),
                         "language": str(language),
+                        # Not drawn from rng, so every other number stays as it was.
+                        "position": POSITIONS[name][i % len(POSITIONS[name])],
                     }
                 )
     return pd.DataFrame(rows)

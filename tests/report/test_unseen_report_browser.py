@@ -76,6 +76,26 @@ def _result() -> UnseenResult:
                     "primary_ci": _ci(0.6),
                 },
             ],
+            "by_position": [
+                {
+                    "position": "user",
+                    "n": 300,
+                    "n_attack": 150,
+                    "n_benign": 150,
+                    "primary_metric": "f1",
+                    "primary": 0.74,
+                    "primary_ci": _ci(0.74),
+                },
+                {
+                    "position": "tool",
+                    "n": 100,
+                    "n_attack": 100,
+                    "n_benign": 0,
+                    "primary_metric": "recall",
+                    "primary": 0.41,
+                    "primary_ci": _ci(0.41),
+                },
+            ],
             "in_distribution": _rates(0.92, 0.01, 0.95, 0.99),
             "in_distribution_run": "runs/x",
             "seed": 1,
@@ -96,7 +116,7 @@ def test_unseen_report_in_browser(driver: Any, tmp_path: Path) -> None:  # noqa:
     seen = check_in_browser(driver, report)
     assert seen["errors"] == [] and seen["overflow"] <= 0
     assert all(u.startswith("file:") or u.startswith("data:") for u in seen["fetched"])
-    for figure in ("#unseen-gap", "#unseen-languages"):
+    for figure in ("#unseen-gap", "#unseen-languages", "#unseen-positions"):
         box = driver.execute_script(
             f"const r = document.querySelector('{figure} svg').getBoundingClientRect();"
             " return [r.width, r.height];"

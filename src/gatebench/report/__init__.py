@@ -7,7 +7,7 @@ render_report(run_dir, out=None) -> Path
 report_command(run_dir, out=None) -> Path
     What ``gatebench report RUN_DIR [--out FILE]`` calls.
 FIGURES
-    The twenty-one figure specs (extractor + pure drawer), in report order.
+    The twenty-two figure specs (extractor + pure drawer), in report order.
 """
 
 from __future__ import annotations

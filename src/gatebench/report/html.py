@@ -32,7 +32,11 @@ __all__ = ["FigureView", "render_figures", "render_report"]
 SECTIONS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
     ("cv", "Cross-validation and the operating point", (1, 2, 3, 4, 5, 6)),
     ("diagnostics-figures", "Generalisation diagnostics", (7, 8, 9, 10, 11)),
-    ("per-dataset", "Calibration, per-dataset and per-language results", (12, 13, 21)),
+    (
+        "per-dataset",
+        "Calibration, per-dataset, per-language and per-position results",
+        (12, 13, 21, 22),
+    ),
     ("comparisons", "Trade-offs and published competitors", (14, 15, 16, 17, 18, 19)),
     ("latency", "Latency", (20,)),
 )

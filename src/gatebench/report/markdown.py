@@ -1,7 +1,8 @@
 """``result.md``: a short Markdown summary for pull requests and CI logs.
 
-It carries the headline table, the per-dataset leaderboard and the failing
-diagnostics, and points at the HTML report for everything else.
+It carries the headline table, the per-dataset leaderboard, the per-language
+and per-position tables and the failing diagnostics, and points at the HTML
+report for everything else.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def render_result_md(
         has_comparisons=has_comparisons,
         languages=run.result.by_language,
         languages_skipped=run.result.by_language_skipped,
+        positions=run.result.by_position,
+        positions_skipped=run.result.by_position_skipped,
         competitor=names(run)["competitor"],
         failing=[d for d in diagnostics if d["status"] == "FAIL"],
         warnings=[d for d in diagnostics if d["status"] == "WARN"],

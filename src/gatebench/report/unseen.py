@@ -4,8 +4,8 @@ One figure carries the comparison: recall, FPR, F1 and AUC at the shipped
 threshold, each with its 95% interval, in distribution (the pooled OOF scores
 of the run that chose the threshold) and on the never-seen sets. A gap
 between the two is the number a user serving the model inherits. The
-per-source table, the per-language forest plot (as the run's report draws
-it) and the overlap that was set aside follow.
+per-source table, the per-language and per-position forest plots (as the
+run's report draws them) and the overlap that was set aside follow.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from gatebench.report.figures.language import draw_languages, forest_rows
+from gatebench.report.figures.position import draw_positions, position_rows
 from gatebench.report.html import _environment, _version
 from gatebench.report.svg import figure_svg, inline_svg
 from gatebench.unseen.result import Rates, UnseenResult
@@ -95,9 +96,22 @@ def render_unseen(out_dir: Path, result: UnseenResult | None = None) -> Path:
         languages = Markup(
             inline_svg(figure_svg(draw_languages({"rows": rows})), prefix="lang", alt=alt)
         )
+    positions = None
+    placed = position_rows(result.by_position)
+    if placed:
+        alt = f"Forest plot of the primary metric for {len(placed)} input positions, never seen"
+        positions = Markup(
+            inline_svg(figure_svg(draw_positions({"rows": placed})), prefix="pos", alt=alt)
+        )
     template = _environment().get_template("unseen.html.j2")
     html = template.render(
-        r=result, name=name, svg=svg, languages=languages, version=_version(), metrics=METRICS
+        r=result,
+        name=name,
+        svg=svg,
+        languages=languages,
+        positions=positions,
+        version=_version(),
+        metrics=METRICS,
     )
     path = out_dir / "report.html"
     path.write_text(html, encoding="utf-8")

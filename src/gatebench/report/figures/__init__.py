@@ -1,4 +1,5 @@
-"""The report's twenty-one figures: the issue's twenty in its order, then per language.
+"""The report's twenty-two figures: the issue's twenty in its order, then per language and
+per position in an agent's input.
 
 Each :class:`FigureSpec` pairs an extractor (run directory -> data, or the one
 line that says why the figure is left out) with a pure drawer (data ->
@@ -24,6 +25,7 @@ from gatebench.report.figures.forest import FOREST
 from gatebench.report.figures.language import LANGUAGES
 from gatebench.report.figures.latency import LATENCY
 from gatebench.report.figures.operating import PREVALENCE, SWEEP, THETA_S
+from gatebench.report.figures.position import POSITIONS
 from gatebench.rundata import RunData
 
 __all__ = ["FIGURES", "Absent", "FigureSpec", "Prepared", "names", "prepare"]
@@ -50,6 +52,7 @@ FIGURES: tuple[FigureSpec, ...] = (
     LAKERA,
     LATENCY,
     LANGUAGES,
+    POSITIONS,
 )
 
 

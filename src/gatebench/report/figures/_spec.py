@@ -55,7 +55,8 @@ class FigureSpec:
     Attributes
     ----------
     number : int
-        Position in the report (the issue's numbering, 1-20; 21 is per language).
+        Position in the report (the issue's numbering, 1-20; 21 is per language,
+        22 per position in an agent's input).
     key : str
         Stable slug, used for HTML ids and file names.
     title : str

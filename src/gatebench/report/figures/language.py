@@ -10,21 +10,12 @@ from matplotlib.figure import Figure
 
 from gatebench.language import UNDETERMINED
 from gatebench.per_language import MIN_LANGUAGE_PROMPTS
-from gatebench.report.figures._common import estimate_ticks, grouped_layout, label_groups
+from gatebench.report.figures._slices import draw_slices, slice_rows
 from gatebench.report.figures._spec import Absent, FigureSpec, Prepared
-from gatebench.report.figures._style import BLUE, new_figure
-from gatebench.report.fmt import is_num, pct
 from gatebench.result import LanguageRow
 from gatebench.rundata import RunData
 
 __all__ = ["LANGUAGES", "draw_languages", "forest_rows"]
-
-#: Group headings, in drawing order: the metric each group's rows are read on.
-GROUPS = {
-    "f1": "F1 · attacks and benign",
-    "recall": "RECALL · attacks only",
-    "oda": "ODA = 1 − FPR · benign only",
-}
 
 #: English names of the codes a trace is likely to hold; others show as the code alone.
 NAMES = {
@@ -48,45 +39,16 @@ def draw_languages(data: Mapping[str, Any]) -> Figure:
     ----------
     data : mapping
         ``rows``: records ``{label, group, estimate, low, high}`` in drawing
-        order, grouped by ``group`` (a key of :data:`GROUPS`).
+        order, grouped by ``group`` (a key of ``_slices.GROUPS``).
     """
-    rows = data["rows"]
-    ys, headers = grouped_layout(rows, "group")
-    # Wider than the per-dataset forest: the row labels carry recall and FPR too.
-    fig = new_figure(8.4, 1.4 + 0.3 * (len(ys) + len(headers)))
-    ax = fig.add_subplot()
-    bars = [
-        (y, r["low"], r["high"])
-        for y, r in zip(ys, rows, strict=True)
-        if is_num(r.get("low")) and is_num(r.get("high"))
-    ]
-    if bars:
-        yy, lo, hi = zip(*bars, strict=True)
-        ax.hlines(yy, lo, hi, color=BLUE, lw=4.0, alpha=0.45, capstyle="butt")
-    estimate_ticks(ax, ys, rows)
-    label_groups(
-        ax, ys, headers, [r["label"] for r in rows], [GROUPS.get(h[1], h[1]) for h in headers]
+    return draw_slices(
+        {**data, "title": r"Primary metric per prompt language at $\theta_{\mathrm{op}}$"}
     )
-    ax.set_xlim(-0.03, 1.05)
-    ax.set_xlabel(r"primary metric at $\theta_{\mathrm{op}}$ (F1, recall, or ODA = 1 − FPR)")
-    ax.set_title(r"Primary metric per prompt language at $\theta_{\mathrm{op}}$")
-    handles = [
-        ax.plot([], [], color=BLUE, lw=4.0, alpha=0.45, label="95% CI")[0],
-        ax.plot([], [], "|", color="#0b2545", ms=10, mew=2, label="estimate")[0],
-    ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
-    return fig
 
 
-def _label(r: LanguageRow) -> str:
+def _name(r: LanguageRow) -> str:
     name = "short or mixed" if r.language == UNDETERMINED else NAMES.get(r.language)
-    code = f"{r.language} ({name})" if name else r.language
-    if not (r.n_attack and r.n_benign):
-        return f"{code} · n={r.n:,}"
-    # The benign count beside the FPR: 0.00% of 2 prompts is not 0.00% of 2,000.
-    return (
-        f"{code} · n={r.n:,} ({r.n_benign:,} benign) · recall {pct(r.recall)}, FPR {pct(r.fpr, 2)}"
-    )
+    return f"{r.language} ({name})" if name else r.language
 
 
 def _provenance(run: RunData) -> str:
@@ -108,21 +70,7 @@ def forest_rows(by_language: Sequence[LanguageRow]) -> list[dict[str, Any]]:
 
     Grouped by metric, the undetermined row last in its group, larger first.
     """
-    order = {g: i for i, g in enumerate(GROUPS)}
-    chosen = sorted(
-        (r for r in by_language if is_num(r.primary)),
-        key=lambda r: (order.get(r.primary_metric, 9), r.language == UNDETERMINED, -r.n),
-    )
-    return [
-        {
-            "label": _label(r),
-            "group": r.primary_metric,
-            "estimate": r.primary,
-            "low": r.primary_ci.low if r.primary_ci else None,
-            "high": r.primary_ci.high if r.primary_ci else None,
-        }
-        for r in chosen
-    ]
+    return slice_rows(by_language, name=_name, order=lambda r: (r.language == UNDETERMINED, -r.n))
 
 
 def _extract_languages(run: RunData) -> Prepared | Absent:
