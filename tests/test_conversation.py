@@ -16,6 +16,7 @@ from gatebench.conversation import (
     plan_scan,
     score_conversations,
 )
+from gatebench.conversation.scan import BORDER_SIDE
 from gatebench.detectors.baselines import KeywordList
 from gatebench.served import ServedModel, ServeSettings
 
@@ -176,6 +177,10 @@ def test_border_windows_fit_one_window_and_only_join_same_roles() -> None:
     assert [(w.message, w.spans_to) for w in borders] == [(1, 2)]
     assert all(len(w.text) <= 200 for w in plan.windows)
     assert borders[0].text == "b" * 99 + "\n" + "c" * 99
+    wide = plan_scan(conv, ScanPolicy(), size=4000, overlap=400)
+    border = next(w for w in wide.windows if w.spans_to is not None)
+    assert border.text == "b" * BORDER_SIDE + "\n" + "c" * BORDER_SIDE  # short, whatever the window
+    assert (border.start, border.end) == (500 - BORDER_SIDE, BORDER_SIDE)
     # user turns separated by unscanned turns are still neighbours among scanned messages
     chat = Conversation.of(("user", "x" * 50), ("assistant", "ok"), ("user", "y" * 50))
     chat_plan = plan_scan(chat, ScanPolicy(), size=200, overlap=20)

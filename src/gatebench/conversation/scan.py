@@ -8,7 +8,7 @@ says which message and window drove it. Neighbouring scanned messages of the
 same role also get one window across their border, the end of the first and
 the start of the second, so an instruction split across two tool results,
 or across two user turns, is scored whole at least once; it costs one extra
-window per such pair.
+short window (:data:`BORDER_SIDE` characters from each side) per such pair.
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ __all__ = ["BORDER_JOIN", "ScanPlan", "Window", "plan_scan", "pool_scan", "score
 
 #: What joins the two halves of a border window: a message break reads as a line break.
 BORDER_JOIN = "\n"
+#: Characters a border window takes from each side. An injected instruction is
+#: a sentence or a short paragraph, so this much of each side holds a split one
+#: whole, while a window the length of two documents would cost as much as
+#: scoring another document.
+BORDER_SIDE = 256
 
 #: ``score_windows(texts) -> (scores, stages, stage_ms)``, as ``Gate.score_stages``.
 WindowScorer = Callable[[list[str]], tuple[np.ndarray, list[str], dict[str, float]]]
@@ -102,7 +107,7 @@ def plan_scan(
             "send a message of a scanned role, or scan more roles"
         )
     if policy.span_adjacent:
-        half = (size - len(BORDER_JOIN)) // 2  # a border window fits in one window
+        half = min(BORDER_SIDE, (size - len(BORDER_JOIN)) // 2)  # fits in one window
         for i, j in pairwise(scanned):
             if messages[i].role == messages[j].role:
                 first, second = messages[i].content, messages[j].content
