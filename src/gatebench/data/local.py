@@ -1,5 +1,12 @@
 """A user's labelled file read into samples, with the same row checks as a registered loader.
 
+A row may hold a conversation instead of a text: a ``messages`` column of
+``{"role", "content"}`` objects (a JSON string in a CSV). It is evaluated as
+the text of the messages the default scanning policy reads (user turns, tool
+results and documents), in order, joined by blank lines and windowed like any
+long prompt, and its position is the most indirect one it holds (a tool
+result, else a document, else a user turn).
+
 The columns and the label spellings are options, not guesses: the defaults
 (``text``, ``label``) and the label table of :mod:`gatebench.data.labels`
 cover common files, and anything else is named by the user. A file that does
@@ -10,16 +17,21 @@ loader's malformed row.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gatebench.conversation import ConversationError, ScanPolicy, parse_conversation
 from gatebench.data.files import Table, read_table
 from gatebench.data.labels import LabelColumn
 from gatebench.data.loaders._base import LoadResult, RowSink
 from gatebench.errors import ConfigError, DataError
 
-__all__ = ["FileOptions", "read_files"]
+__all__ = ["MESSAGES", "FileOptions", "read_files"]
+
+#: The column that holds a conversation, read when the text column is absent.
+MESSAGES = "messages"
 
 _LABELS = ("attack", "benign")
 
@@ -61,7 +73,12 @@ def _check_columns(table: Table, options: FileOptions) -> None:
                 f"{table.path} has no {what} column {column!r} (columns found: {found}); {fix}"
             )
 
-    need(options.text_field, "text", "name the text column with --text-field")
+    if MESSAGES not in table.columns:
+        need(
+            options.text_field,
+            "text",
+            f"name the text column with --text-field, or give conversations a {MESSAGES!r} column",
+        )
     if options.assume_label is None:
         fix = "name it with --label-field, or pass --assume-label benign (or attack) if it has none"
         need(options.label_field, "label", fix)
@@ -90,6 +107,25 @@ def _not_utf8(row: dict[str, Any], columns: tuple[str | None, ...]) -> str | Non
             except UnicodeEncodeError:
                 return column
     return None
+
+
+def _conversation_text(value: Any, where: str) -> tuple[str, str]:
+    """The scanned messages' text, and the row's position; ConversationError if unusable."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ConversationError(f"{where}: {MESSAGES!r} is not JSON ({exc})") from None
+    conversation = parse_conversation(value, where=MESSAGES)
+    policy = ScanPolicy()
+    scanned = [m for m in conversation.messages if policy.scans(m.role) and m.content.strip()]
+    if not scanned:
+        raise ConversationError(
+            f"no message of a scanned role ({', '.join(policy.roles)}) has text"
+        )
+    roles = {m.role for m in scanned}
+    position = next((r for r in ("tool", "document") if r in roles), "user")
+    return "\n\n".join(m.content for m in scanned), position
 
 
 def read_files(name: str, root: Path, files: list[Path], options: FileOptions) -> LoadResult:
@@ -125,9 +161,21 @@ def read_files(name: str, root: Path, files: list[Path], options: FileOptions) -
             group = row.get(options.group_field) if options.group_field else None
             # Group values get their own namespace: a group "7" must not join row id 7.
             parent = None if _blank(group) else f"group:{group}"
-            text = row.get(options.text_field)
+            text, position = row.get(options.text_field), None
+            if options.text_field not in table.columns:
+                try:
+                    text, position = _conversation_text(row.get(MESSAGES), f"{path}:{line}")
+                except ConversationError as exc:
+                    sink.reject(path, line, f"conversation: {exc}")
+                    continue
             kept = sink.add(
-                text, label, path=path, line=line, sample_id=sample_id, parent_id=parent
+                text,
+                label,
+                path=path,
+                line=line,
+                sample_id=sample_id,
+                parent_id=parent,
+                position=position,
             )
             if kept is not None:
                 seen[sample_id] = line
