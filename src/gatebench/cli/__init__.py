@@ -6,6 +6,7 @@ This package builds the typer ``app`` (the ``gatebench`` console script, and
 - :mod:`~gatebench.cli.data`: ``data list|show``, ``trace build``;
 - :mod:`~gatebench.cli.run`: ``run``, ``train``, ``compare``, ``diagnose``, ``report``;
 - :mod:`~gatebench.cli.evaluate`: ``evaluate``;
+- :mod:`~gatebench.cli.turns`: ``evaluate-turns``;
 - :mod:`~gatebench.cli.serve`: ``detect``, ``serve``, ``bench latency``;
 - :mod:`~gatebench.cli.bulk`: ``score``, ``audit``;
 - :mod:`~gatebench.cli.plugins`: ``detectors list``, ``diagnostics list``;
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import typer
 
-from gatebench.cli import bulk, data, evaluate, plugins, run, serve
+from gatebench.cli import bulk, data, evaluate, plugins, run, serve, turns
 
 __all__ = ["app", "main"]
 
@@ -33,6 +34,7 @@ app = typer.Typer(
 app.command("run")(run.run)
 app.command("train")(run.train)
 app.command("evaluate")(evaluate.evaluate)
+app.command("evaluate-turns")(turns.evaluate_turns)
 app.command("detect")(serve.detect)
 app.command("serve")(serve.serve)
 app.command("compare")(run.compare)
