@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from numpy.typing import NDArray
 
 from gatebench.bulk.score import PartitionResult, run_bulk, write_summary
+from gatebench.conversation import ScanPolicy
 from gatebench.parallel import Executor
 from gatebench.seeding import child_seed
 from gatebench.split._graph import canonical_labels
@@ -235,9 +236,11 @@ def audit_file(
     out_dir: Path,
     *,
     text_field: str = "text",
+    messages_field: str = "messages",
     id_field: str | None = None,
     batch_rows: int = 10_000,
     executor: Executor | None = None,
+    policy: ScanPolicy | None = None,
     seed: int = 20260527,
     params: LSHParams | None = None,
 ) -> dict[str, Any]:
@@ -256,8 +259,11 @@ def audit_file(
         largest first: size, distinct texts, first row/id, mean/min/max/std
         score, flagged count and share, whether decisions are mixed) and
         ``summary.json``.
-    text_field, id_field, batch_rows, executor
-        As for :func:`gatebench.bulk.score.score_file`.
+    text_field, messages_field, id_field, batch_rows, executor, policy
+        As for :func:`gatebench.bulk.score.score_file`. A conversation row is
+        clustered by its scanned messages as ``role: content`` lines
+        (:func:`gatebench.bulk.score.render_scanned`), the text its
+        ``text_hash`` is taken from.
     seed : int
         Root seed; the LSH seed is ``child_seed(seed, "minhash")``, as in
         ``gatebench run``, so the clusters match the run's grouping.
@@ -285,9 +291,11 @@ def audit_file(
                 input_path,
                 scores_path,
                 text_field=text_field,
+                messages_field=messages_field,
                 id_field=id_field,
                 batch_rows=batch_rows,
                 executor=executor,
+                policy=policy,
                 lsh=params,
                 on_result=collector,
             ),

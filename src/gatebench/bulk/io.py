@@ -3,11 +3,16 @@
 Inputs are Parquet (read one record batch at a time with
 :meth:`pyarrow.parquet.ParquetFile.iter_batches`) or JSON Lines (read line by
 line). Each yields :class:`Partition` objects of at most ``batch_rows`` rows.
-Structural problems (no text column, a non-string text, a line that is not a
-JSON object) stop the run with a :class:`~gatebench.errors.DataError` naming
-the file, the row or line, the bad value and the fix. Rows whose text is null
-or empty are not errors: they are kept, marked with a reason, counted and
-reported, never dropped.
+A row is a text or a conversation: a JSONL row with the text key is a text,
+one with the messages key (and no text key) is a conversation; a Parquet file
+with the text column holds texts, otherwise its messages column
+(``list<struct<role, content>>``) holds conversations. Conversations are kept
+as read and checked by the worker, so a bad one is a rejected row, not a
+failed run. Structural problems (neither key nor column, a non-string text
+column, a line that is not a JSON object) stop the run with a
+:class:`~gatebench.errors.DataError` naming the file, the row or line, the bad
+value and the fix. Rows whose text is null or empty are not errors: they are
+kept, marked with a reason, counted and reported, never dropped.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,8 @@ REJECT_REASONS = {
     "not_string": "the text is a number, boolean, list or object, not a string",
     "empty": "the text is empty or only whitespace",
     "lone_surrogate": "the text holds a lone UTF-16 surrogate (not valid Unicode)",
+    "bad_conversation": "the messages are not a valid conversation (the error says why)",
+    "nothing_to_scan": "no message of a scanned role has text",
 }
 
 #: Columns of the per-row output, one row per input row, in input order.
@@ -53,6 +60,8 @@ OUTPUT_SCHEMA = pa.schema(
         pa.field("score", pa.float64()),
         pa.field("flagged", pa.bool_()),
         pa.field("n_chunks", pa.int32()),
+        pa.field("message", pa.int32()),
+        pa.field("role", pa.string()),
         pa.field("rejected", pa.string()),
     ]
 )
@@ -72,7 +81,7 @@ class Partition:
     start_row : int
         0-based input row of the first text; row ``start_row + i`` is ``texts[i]``.
     texts : list of str or None
-        The text column; None where the value is null.
+        The text column; None where the value is null and for a conversation row.
     ids : list of str or None
         The id column as strings (None where absent or null).
     lines : list of int, optional
@@ -82,6 +91,12 @@ class Partition:
         than a string or null; their ``texts`` entry is None. A JSONL file has
         no column type, so such a row is one bad row, rejected like a null,
         not a bad file.
+    conversations : dict of int to object
+        Conversation rows (0-based within the partition) and their messages
+        value as read (decoded JSON, or Parquet structs as Python lists of
+        dicts), not yet checked: the worker parses them.
+    messages_field : str
+        The key or column the conversations came from, to name in errors.
     """
 
     index: int
@@ -90,14 +105,20 @@ class Partition:
     ids: list[str | None]
     lines: list[int] | None = None
     not_string: frozenset[int] = frozenset()
+    conversations: dict[int, object] = field(default_factory=dict)
+    messages_field: str = "messages"
 
     def __len__(self) -> int:
         return len(self.texts)
 
     def reasons(self) -> list[str | None]:
-        """Each row's :data:`REJECT_REASONS` key, or None when it can be scored."""
+        """Each text row's :data:`REJECT_REASONS` key, or None when it can be scored.
+
+        Conversation rows get None here: the worker checks them when it parses them.
+        """
+        conv = self.conversations
         return [
-            "not_string" if i in self.not_string else reject_reason(t)
+            None if i in conv else ("not_string" if i in self.not_string else reject_reason(t))
             for i, t in enumerate(self.texts)
         ]
 
@@ -154,6 +175,9 @@ class PartitionReader:
         A ``.parquet`` or ``.jsonl`` file.
     text_field : str
         Column (Parquet) or key (JSONL) holding the text.
+    messages_field : str
+        Column or key holding a conversation (a list of ``{role, content}``
+        messages), read where there is no text column or key.
     id_field : str, optional
         Column or key holding a row id. When omitted, ``id`` is used if present.
     batch_rows : int
@@ -171,9 +195,10 @@ class PartitionReader:
     Raises
     ------
     DataError
-        While iterating: the text field is missing, a text is not a string, or
-        a JSONL line is not a JSON object; the message names the file, row or
-        line and the value.
+        While iterating: neither the text nor the messages field is there, a
+        text column is not strings, a messages column is not lists, or a JSONL
+        line is not a JSON object; the message names the file, row or line and
+        the value.
     """
 
     def __init__(
@@ -181,6 +206,7 @@ class PartitionReader:
         path: Path,
         *,
         text_field: str = "text",
+        messages_field: str = "messages",
         id_field: str | None = None,
         batch_rows: int = 10_000,
     ) -> None:
@@ -188,6 +214,7 @@ class PartitionReader:
         self.path = path
         self.format = input_format(path)
         self.text_field = text_field
+        self.messages_field = messages_field
         self.id_field = id_field
         self.batch_rows = batch_rows
         self.rows = 0
@@ -200,7 +227,7 @@ class PartitionReader:
             yield part
 
     def _parquet(self) -> Iterator[Partition]:
-        path, text_field, id_field = self.path, self.text_field, self.id_field
+        path, text_field = self.path, self.text_field
         try:
             # pre_buffer=False: with pre-buffering, pyarrow keeps the read-ahead
             # buffers of the whole file alive while iterating (measured: +1.3 MB per
@@ -211,20 +238,19 @@ class PartitionReader:
         schema = pf.schema_arrow
         names = schema.names
         if text_field not in names:
+            if self.messages_field in names:
+                yield from self._parquet_conversations(pf)
+                return
             raise DataError(
-                f"{path}: no column {text_field!r} (columns: {', '.join(names)}); "
-                "name the text column with --text-field"
+                f"{path}: no column {text_field!r} (columns: {', '.join(names)}) and no "
+                f"column {self.messages_field!r}; name the text column with --text-field, "
+                "or a conversation column with --messages-field"
             )
         text_type = schema.field(text_field).type
         if pa.types.is_dictionary(text_type):
             text_type = text_type.value_type
         text_ok = any(check(text_type) for check in _STRING_TYPES) or pa.types.is_null(text_type)
-        if id_field is not None and id_field not in names:
-            raise DataError(
-                f"{path}: no column {id_field!r} for --id-field (columns: {', '.join(names)}); "
-                "name an existing column or omit --id-field"
-            )
-        id_col = id_field if id_field is not None else ("id" if "id" in names else None)
+        id_col = self._parquet_id_column(names)
         columns = [text_field] + ([id_col] if id_col and id_col != text_field else [])
         start = 0
         batches = pf.iter_batches(batch_size=self.batch_rows, columns=columns)
@@ -243,38 +269,104 @@ class PartitionReader:
             yield Partition(index, start, texts, ids)
             start += len(texts)
 
+    def _parquet_id_column(self, names: list[str]) -> str | None:
+        id_field = self.id_field
+        if id_field is not None and id_field not in names:
+            raise DataError(
+                f"{self.path}: no column {id_field!r} for --id-field "
+                f"(columns: {', '.join(names)}); name an existing column or omit --id-field"
+            )
+        return id_field if id_field is not None else ("id" if "id" in names else None)
+
+    def _parquet_conversations(self, pf: pq.ParquetFile) -> Iterator[Partition]:
+        """Partitions of a file whose conversations are in the messages column."""
+        path, field_name = self.path, self.messages_field
+        schema = pf.schema_arrow
+        kind = schema.field(field_name).type
+        if not (pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_null(kind)):
+            raise DataError(
+                f"{path}: column {field_name!r} has type {kind}, not a list of messages; store "
+                "each conversation as a list of {role, content} structs, or point "
+                "--messages-field at such a column"
+            )
+        id_col = self._parquet_id_column(schema.names)
+        columns = [field_name] + ([id_col] if id_col and id_col != field_name else [])
+        start = 0
+        batches = pf.iter_batches(batch_size=self.batch_rows, columns=columns)
+        for index, batch in enumerate(batches):
+            values = batch.column(field_name).to_pylist()
+            ids: list[str | None] = [None] * len(values)
+            if id_col:
+                ids = [_id_string(v) for v in batch.column(id_col).to_pylist()]
+            yield Partition(
+                index,
+                start,
+                [None] * len(values),
+                ids,
+                conversations=dict(enumerate(values)),
+                messages_field=field_name,
+            )
+            start += len(values)
+
     def _jsonl(self) -> Iterator[Partition]:
         path, text_field, id_field = self.path, self.text_field, self.id_field
         id_key = id_field if id_field is not None else "id"
+        messages_field = self.messages_field
         texts: list[str | None] = []
         ids: list[str | None] = []
         lines: list[int] = []
         not_string: set[int] = set()
+        conversations: dict[int, object] = {}
         index = start = 0
+
+        def partition() -> Partition:
+            return Partition(
+                index,
+                start,
+                texts,
+                ids,
+                lines,
+                frozenset(not_string),
+                conversations,
+                messages_field,
+            )
+
         with path.open("rb") as fh:
             for line_no, raw in enumerate(fh, start=1):
                 if not raw.strip():
                     self.blank_lines += 1  # not a row; reported in the summary
                     continue
-                text, row_id = _json_row(raw, path, line_no, text_field, id_field, id_key)
-                if text is not None and not isinstance(text, str):
-                    not_string.add(len(texts))
+                row = _json_row(raw, path, line_no, text_field, id_field)
+                if text_field in row:
+                    text = row[text_field]
+                    if text is not None and not isinstance(text, str):
+                        not_string.add(len(texts))
+                        text = None
+                elif messages_field in row:
+                    conversations[len(texts)] = row[messages_field]
                     text = None
+                else:
+                    keys = ", ".join(map(str, row))
+                    raise DataError(
+                        f"{path}:{line_no}: no {text_field!r} key (keys: {keys}) and no "
+                        f"{messages_field!r} key; name the text key with --text-field, "
+                        "or the conversation key with --messages-field"
+                    )
                 texts.append(text)
-                ids.append(row_id)
+                ids.append(_id_string(row.get(id_key)))
                 lines.append(line_no)
                 if len(texts) == self.batch_rows:
-                    yield Partition(index, start, texts, ids, lines, frozenset(not_string))
+                    yield partition()
                     index, start = index + 1, start + len(texts)
-                    texts, ids, lines, not_string = [], [], [], set()
+                    texts, ids, lines, not_string, conversations = [], [], [], set(), {}
         if texts:
-            yield Partition(index, start, texts, ids, lines, frozenset(not_string))
+            yield partition()
 
 
 def _json_row(
-    raw: bytes, path: Path, line_no: int, text_field: str, id_field: str | None, id_key: str
-) -> tuple[object, str | None]:
-    """Text value (any JSON type) and id of one JSONL line, or a DataError naming the line."""
+    raw: bytes, path: Path, line_no: int, text_field: str, id_field: str | None
+) -> dict[str, Any]:
+    """One JSONL line as a JSON object, or a DataError naming the line."""
     raw = raw.rstrip(b"\r\n")
     try:
         row = json.loads(raw)
@@ -294,17 +386,12 @@ def _json_row(
             f"{raw[:60].decode('utf-8', 'replace').strip()!r}; write one "
             f'{{"{text_field}": "..."}} object per line'
         )
-    if text_field not in row:
-        raise DataError(
-            f"{path}:{line_no}: no {text_field!r} key (keys: {', '.join(map(str, row))}); "
-            "name the text key with --text-field"
-        )
     if id_field is not None and id_field not in row:
         raise DataError(
             f"{path}:{line_no}: no {id_field!r} key for --id-field "
             f"(keys: {', '.join(map(str, row))}); add it or omit --id-field"
         )
-    return row[text_field], _id_string(row.get(id_key))
+    return row
 
 
 def file_digest(path: Path, *, chunk_bytes: int = 1 << 20) -> dict[str, Any]:

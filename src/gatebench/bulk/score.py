@@ -5,8 +5,13 @@ worker (this process, local processes or a dask cluster), and appends the
 results to the output Parquet file in input order. Workers load the model
 directory once per process. Long texts are cut as the service cuts them
 (:func:`gatebench.chunking.chunk_spans`) and max-pooled, so a row gets the score
-``gatebench serve`` would give it. Every input row has one output row; rows
-that cannot be scored (null, empty, invalid Unicode) keep their place with a
+``gatebench serve`` would give it. A conversation row is scanned as the
+service scans one (:mod:`gatebench.conversation`): the messages of the
+policy's roles, cut into windows, plus one window across each border of
+neighbouring same-role messages, and the maximum over them all; its output row
+also names the message and role that drove the score. Every input row has one
+output row; rows that cannot be scored (null, empty, invalid Unicode, a bad
+conversation, a conversation with nothing to scan) keep their place with a
 ``rejected`` reason and are counted in the summary.
 """
 
@@ -16,7 +21,7 @@ import functools
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +41,15 @@ from gatebench.bulk.io import (
     summary_path,
 )
 from gatebench.chunking import chunk_spans
+from gatebench.conversation import (
+    DEFAULT_SCAN_ROLES,
+    ConversationError,
+    ScanPlan,
+    ScanPolicy,
+    parse_conversation,
+    plan_scan,
+    pool_scan,
+)
 from gatebench.detectors import check_scores
 from gatebench.modeldir import MANIFEST, LoadedModel, load_model
 from gatebench.parallel import Executor
@@ -44,7 +58,7 @@ from gatebench.split._minhash import signatures
 from gatebench.split.groups import LSHParams
 from gatebench.text import normalise_text, text_hash
 
-__all__ = ["PartitionResult", "process_partition", "run_bulk", "score_file"]
+__all__ = ["PartitionResult", "process_partition", "render_scanned", "run_bulk", "score_file"]
 
 #: Windows per ``detector.score`` call inside a partition; bounds the
 #: featuriser's memory whatever ``--batch-rows`` is. Scores do not depend on it.
@@ -66,7 +80,8 @@ class PartitionResult:
     table : pyarrow.Table
         Output rows in :data:`gatebench.bulk.io.OUTPUT_SCHEMA`.
     rejected : list of dict
-        ``row``, ``line`` (JSONL), ``id`` and ``reason`` of each rejected row.
+        ``row``, ``line`` (JSONL), ``id`` and ``reason`` of each rejected row,
+        and ``error`` (what is wrong) for a rejected conversation.
     windowed : int
         Texts longer than one window (scored as the max over windows).
     seconds : float
@@ -76,6 +91,11 @@ class PartitionResult:
         near-duplicate signatures were requested.
     signature_hashes : list of str, optional
         ``text_hash`` of each signature row.
+    conversations : Counter
+        Counts over the partition's conversation rows: ``rows``, ``accepted``
+        (parsed and planned), ``messages_scanned``, ``messages_skipped_role``,
+        ``messages_skipped_empty``, ``ignored_parts``, ``windows`` and
+        ``border_windows`` (of the accepted ones).
     """
 
     index: int
@@ -85,6 +105,7 @@ class PartitionResult:
     seconds: float
     signatures: NDArray[np.uint32] | None = None
     signature_hashes: list[str] | None = None
+    conversations: Counter[str] = field(default_factory=Counter)
 
 
 @functools.lru_cache(maxsize=4)
@@ -103,20 +124,62 @@ def _model(model_dir: str) -> LoadedModel:
     return _cached_model(model_dir, stamp)
 
 
-def _pooled_scores(
-    model: LoadedModel, texts: list[str], score_batch: int
-) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """Max-pooled score and window count per text (the service's windowing)."""
-    spans = [chunk_spans(t, _SERVE.chunk_chars, _SERVE.chunk_overlap) for t in texts]
-    counts = np.fromiter((len(sp) for sp in spans), dtype=np.int64, count=len(spans))
-    flat = [t[a:b] for t, sp in zip(texts, spans, strict=True) for a, b in sp]
+def _score_windows(model: LoadedModel, windows: list[str], score_batch: int) -> NDArray[np.float64]:
+    """Every window's score, ``score_batch`` windows per ``detector.score`` call."""
     det = model.detector
-    raw = np.empty(len(flat), dtype=np.float64)
-    for start in range(0, len(flat), score_batch):
-        chunk = flat[start : start + score_batch]
+    raw = np.empty(len(windows), dtype=np.float64)
+    for start in range(0, len(windows), score_batch):
+        chunk = windows[start : start + score_batch]
         raw[start : start + len(chunk)] = check_scores(det.name, det.score(chunk), len(chunk))
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    return np.maximum.reduceat(raw, starts), counts
+    return raw
+
+
+def render_scanned(plan: ScanPlan) -> str:
+    """The scanned messages of a conversation as ``role: content`` lines.
+
+    ``text_hash`` of this rendering identifies a conversation in the output
+    (conversations that differ only in messages the policy does not scan hash
+    alike), and the audit's near-duplicate signatures are taken from it.
+
+    Examples
+    --------
+    >>> from gatebench.conversation import Conversation
+    >>> conv = Conversation.of(("system", "be brief"), ("user", "hi"), ("tool", "page"))
+    >>> render_scanned(plan_scan(conv, ScanPolicy(), size=4000, overlap=400))
+    'user: hi\\ntool: page'
+    """
+    messages = plan.conversation.messages
+    return "\n".join(f"{messages[i].role}: {messages[i].content}" for i in sorted(plan.n_windows))
+
+
+def _plan_conversation(
+    value: object, policy: ScanPolicy, where: str
+) -> tuple[ScanPlan | None, str | None, str | None]:
+    """The scan plan of one conversation row, or its reject reason and the error."""
+    try:
+        conversation = parse_conversation(value, where=where)
+    except ConversationError as exc:
+        return None, "bad_conversation", str(exc)
+    try:
+        plan = plan_scan(
+            conversation, policy, size=_SERVE.chunk_chars, overlap=_SERVE.chunk_overlap, where=where
+        )
+    except ConversationError as exc:
+        return None, "nothing_to_scan", str(exc)
+    return plan, None, None
+
+
+def _count(plan: ScanPlan, counts: Counter[str]) -> None:
+    skipped = Counter(plan.skipped.values())
+    counts.update(
+        accepted=1,
+        messages_scanned=len(plan.n_windows),
+        messages_skipped_role=skipped["role"],
+        messages_skipped_empty=skipped["empty"],
+        ignored_parts=plan.conversation.ignored_parts,
+        windows=len(plan.windows),
+        border_windows=len(plan.windows) - sum(plan.n_windows.values()),
+    )
 
 
 def process_partition(
@@ -125,6 +188,8 @@ def process_partition(
     model_dir: str | None,
     lsh: LSHParams | None = None,
     score_batch: int = SCORE_BATCH,
+    scan_roles: Sequence[str] = DEFAULT_SCAN_ROLES,
+    span_adjacent: bool = True,
 ) -> PartitionResult:
     """Score one partition (and optionally compute its MinHash signatures).
 
@@ -135,9 +200,13 @@ def process_partition(
     model_dir : str or None
         Model directory; None skips scoring (near-duplicate audit only).
     lsh : LSHParams, optional
-        When given, also return signatures of the distinct accepted texts.
+        When given, also return signatures of the distinct accepted texts
+        (of a conversation: its :func:`render_scanned` text).
     score_batch : int
         Windows per ``detector.score`` call.
+    scan_roles, span_adjacent
+        The :class:`~gatebench.conversation.ScanPolicy` for conversation rows,
+        as plain values so that any worker can build it.
 
     Returns
     -------
@@ -146,8 +215,23 @@ def process_partition(
     t0 = time.perf_counter()
     n = len(part)
     reasons = part.reasons()
+    errors: dict[int, str] = {}
+    plans: dict[int, ScanPlan] = {}
+    counts: Counter[str] = Counter()
+    if part.conversations:
+        policy = ScanPolicy(tuple(scan_roles), span_adjacent)
+        counts["rows"] = len(part.conversations)
+        for i, value in part.conversations.items():
+            plan, reason, error = _plan_conversation(value, policy, part.messages_field)
+            if plan is None:
+                reasons[i] = reason
+                errors[i] = str(error)
+            else:
+                plans[i] = plan
+                _count(plan, counts)
     ok = [i for i, r in enumerate(reasons) if r is None]
-    ok_texts = [t for t, r in zip(part.texts, reasons, strict=True) if r is None and t is not None]
+    # What identifies each accepted row: its text, or its conversation's scanned messages.
+    ok_texts = [render_scanned(plans[i]) if i in plans else part.texts[i] or "" for i in ok]
     hashes: list[str | None] = [None] * n
     ok_hashes = [text_hash(t) for t in ok_texts]
     for i, h in zip(ok, ok_hashes, strict=True):
@@ -156,25 +240,47 @@ def process_partition(
     score = np.full(n, np.nan)
     n_chunks = np.zeros(n, dtype=np.int32)
     flagged: list[bool | None] = [None] * n
+    message: list[int | None] = [None] * n
+    role: list[str | None] = [None] * n
     windowed = 0
     if model_dir is not None and ok:
         model = _model(model_dir)
-        pooled, counts = _pooled_scores(model, ok_texts, score_batch)
+        windows: list[str] = []
+        counts_per_row = np.empty(len(ok), dtype=np.int64)
+        for j, i in enumerate(ok):
+            if i in plans:
+                texts = [w.text for w in plans[i].windows]
+            else:
+                text = ok_texts[j]
+                spans = chunk_spans(text, _SERVE.chunk_chars, _SERVE.chunk_overlap)
+                texts = [text[a:b] for a, b in spans]
+                windowed += int(len(spans) > 1)
+            windows += texts
+            counts_per_row[j] = len(texts)
+        raw = _score_windows(model, windows, score_batch)
+        starts = np.concatenate(([0], np.cumsum(counts_per_row)[:-1]))
+        pooled = np.maximum.reduceat(raw, starts)
         score[ok] = pooled
-        n_chunks[ok] = counts
-        windowed = int((counts > 1).sum())
-        for i, s in zip(ok, pooled.tolist(), strict=True):
-            flagged[i] = s >= model.threshold
+        n_chunks[ok] = counts_per_row
+        for j, i in enumerate(ok):
+            flagged[i] = bool(pooled[j] >= model.threshold)
+            if i in plans:
+                a, m = int(starts[j]), int(counts_per_row[j])
+                driver = pool_scan(plans[i], raw[a : a + m], ["single"] * m, None)["driver"]
+                message[i], role[i] = driver["message"], driver["role"]
     scored = model_dir is not None
     valid = np.array([r is None for r in reasons], dtype=bool)
+    unscored = ~valid if scored else np.ones(n, bool)
     table = pa.table(
         {
             "row": pa.array(np.arange(part.start_row, part.start_row + n, dtype=np.int64)),
             "id": pa.array(part.ids, pa.string()),
             "text_hash": pa.array(hashes, pa.string()),
-            "score": pa.array(score, pa.float64(), mask=~valid if scored else np.ones(n, bool)),
+            "score": pa.array(score, pa.float64(), mask=unscored),
             "flagged": pa.array(flagged, pa.bool_()),
-            "n_chunks": pa.array(n_chunks, pa.int32(), mask=~valid if scored else np.ones(n, bool)),
+            "n_chunks": pa.array(n_chunks, pa.int32(), mask=unscored),
+            "message": pa.array(message, pa.int32()),
+            "role": pa.array(role, pa.string()),
             "rejected": pa.array(reasons, pa.string()),
         },
         schema=OUTPUT_SCHEMA,
@@ -185,11 +291,12 @@ def process_partition(
             **({"line": part.lines[i]} if part.lines is not None else {}),
             "id": part.ids[i],
             "reason": r,
+            **({"error": errors[i]} if i in errors else {}),
         }
         for i, r in enumerate(reasons)
         if r is not None
     ]
-    result = PartitionResult(part.index, table, rejected, windowed, 0.0)
+    result = PartitionResult(part.index, table, rejected, windowed, 0.0, conversations=counts)
     if lsh is not None:
         first: dict[str, int] = {}
         for j, h in enumerate(ok_hashes):
@@ -215,6 +322,7 @@ class _Tally:
     windowed: int = 0
     partitions: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
+    conversations: Counter[str] = field(default_factory=Counter)
     rejected: list[dict[str, Any]] = field(default_factory=list)
     partition_seconds: list[float] = field(default_factory=list)
     read_s: float = 0.0
@@ -225,6 +333,7 @@ class _Tally:
         self.rows += table.num_rows
         self.partitions += 1
         self.windowed += result.windowed
+        self.conversations.update(result.conversations)
         self.scored += table.num_rows - len(result.rejected)
         self.flagged += int(np.asarray(table.column("flagged").fill_null(False)).sum())
         self.reasons.update(r["reason"] for r in result.rejected)
@@ -262,9 +371,11 @@ def run_bulk(
     out: Path,
     *,
     text_field: str = "text",
+    messages_field: str = "messages",
     id_field: str | None = None,
     batch_rows: int = 10_000,
     executor: Executor | None = None,
+    policy: ScanPolicy | None = None,
     lsh: LSHParams | None = None,
     on_result: Callable[[PartitionResult], None] | None = None,
     max_in_flight: int | None = None,
@@ -281,13 +392,16 @@ def run_bulk(
         ``.parquet`` or ``.jsonl`` input.
     out : Path
         Output Parquet file (written as ``OUT.partial``, renamed when complete).
-    text_field, id_field : str
+    text_field, messages_field, id_field : str
         Input column/key names; ``id_field`` defaults to ``id`` when present.
     batch_rows : int
         Rows per partition.
     executor : gatebench.parallel.Executor, optional
         Where partitions run (default: this process); see
         :func:`gatebench.bulk._executor.open_pool`.
+    policy : ScanPolicy, optional
+        Which messages of a conversation row are scanned (default: user, tool
+        and document, with border windows).
     lsh : LSHParams, optional
         Also compute MinHash signatures per partition.
     on_result : callable, optional
@@ -301,6 +415,7 @@ def run_bulk(
         The run summary (without the output-specific parts callers add).
     """
     t_start = time.perf_counter()
+    policy = policy or ScanPolicy()
     model_meta: dict[str, Any] | None = None
     model_key: str | None = None
     if model_dir is not None:
@@ -314,7 +429,11 @@ def run_bulk(
             "trace_id": loaded.meta.get("trace_id"),
         }
     reader = PartitionReader(
-        input_path, text_field=text_field, id_field=id_field, batch_rows=batch_rows
+        input_path,
+        text_field=text_field,
+        messages_field=messages_field,
+        id_field=id_field,
+        batch_rows=batch_rows,
     )
     tally = _Tally()
     writer = ResultWriter(out)
@@ -328,6 +447,8 @@ def run_bulk(
                 max_in_flight=max_in_flight,
                 model_dir=model_key,
                 lsh=lsh,
+                scan_roles=policy.roles,
+                span_adjacent=policy.span_adjacent,
             )
             for result in results:
                 t0 = time.perf_counter()
@@ -352,6 +473,7 @@ def run_bulk(
             "format": reader.format,
             **file_digest(input_path),
             "text_field": text_field,
+            "messages_field": messages_field,
             "id_field": id_field,
         },
         "model": model_meta,
@@ -369,6 +491,8 @@ def run_bulk(
             tally.flagged / tally.scored if model_dir is not None and tally.scored else None
         ),
         "windowed_texts": tally.windowed,
+        "conversations": _conversation_summary(tally.conversations, scored=model_dir is not None),
+        "scan_policy": {"roles": list(policy.roles), "span_adjacent": policy.span_adjacent},
         "chunking": {"chunk_chars": _SERVE.chunk_chars, "chunk_overlap": _SERVE.chunk_overlap},
         "partitions": tally.partitions,
         "batch_rows": batch_rows,
@@ -390,21 +514,44 @@ def run_bulk(
     }
 
 
+def _conversation_summary(counts: Counter[str], *, scored: bool) -> dict[str, Any]:
+    """The summary's account of conversation rows (all zeros when there were none)."""
+    return {
+        "rows": counts["rows"],
+        "scored": counts["accepted"] if scored else 0,
+        "rejected": counts["rows"] - counts["accepted"],
+        "messages_scanned": counts["messages_scanned"],
+        "messages_skipped": {
+            "role": counts["messages_skipped_role"],
+            "empty": counts["messages_skipped_empty"],
+        },
+        "ignored_parts": counts["ignored_parts"],
+        "windows": counts["windows"],
+        "border_windows": counts["border_windows"],
+    }
+
+
 def score_file(
     model_dir: Path,
     input_path: Path,
     out: Path,
     *,
     text_field: str = "text",
+    messages_field: str = "messages",
     id_field: str | None = None,
     batch_rows: int = 10_000,
     executor: Executor | None = None,
+    policy: ScanPolicy | None = None,
 ) -> dict[str, Any]:
     """Score every row of a Parquet/JSONL file with a model directory.
 
     Writes ``out`` (columns ``row, id, text_hash, score, flagged, n_chunks,
-    rejected``; one row per input row, input order) and ``OUT.summary.json``
-    beside it, and returns the summary.
+    message, role, rejected``; one row per input row, input order) and
+    ``OUT.summary.json`` beside it, and returns the summary. A row is a text
+    (the text key or column) or a conversation (the messages key or column,
+    where there is no text); a conversation row's ``n_chunks`` counts every
+    window scanned, and ``message`` and ``role`` name the message that drove
+    its score (null for a text row).
 
     Parameters
     ----------
@@ -414,7 +561,7 @@ def score_file(
         ``.parquet`` or ``.jsonl`` file; read in partitions of ``batch_rows``.
     out : Path
         Output Parquet file.
-    text_field, id_field : str
+    text_field, messages_field, id_field : str
         Input column/key names; ``id_field`` defaults to ``id`` when present.
     batch_rows : int
         Rows per partition (memory per partition, and the unit of work).
@@ -422,6 +569,9 @@ def score_file(
         ``local``: this process, or ``n_jobs`` processes; ``dask``: the
         executor's cluster. Default: this process. The output is identical
         whichever runs it.
+    policy : ScanPolicy, optional
+        Which messages of a conversation are scanned (default: user, tool and
+        document, with border windows); recorded in the summary.
 
     Returns
     -------
@@ -439,9 +589,11 @@ def score_file(
             input_path,
             out,
             text_field=text_field,
+            messages_field=messages_field,
             id_field=id_field,
             batch_rows=batch_rows,
             executor=executor,
+            policy=policy,
         ),
     }
     write_summary(summary_path(out), summary)

@@ -6,7 +6,7 @@ The commands are plain functions; :mod:`gatebench.cli` registers them on the app
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,12 +14,39 @@ from rich.table import Table
 from gatebench.cli.options import Seed, console, fail, fmt_pct
 from gatebench.errors import GatebenchError
 
-__all__ = ["audit", "score"]
+if TYPE_CHECKING:
+    from gatebench.conversation import ScanPolicy
+
+__all__ = ["audit", "scan_policy", "score"]
 
 # The arguments and options that score and audit share.
 BulkModel = Annotated[Path, typer.Argument(help="A model directory from `gatebench train`.")]
 BulkInput = Annotated[Path, typer.Argument(help="Input .parquet or .jsonl file.")]
 TextField = Annotated[str, typer.Option("--text-field", help="Column/key holding the text.")]
+MessagesField = Annotated[
+    str,
+    typer.Option(
+        "--messages-field",
+        help="Column/key holding a conversation (a list of {role, content} messages); "
+        "read where a row has no text.",
+    ),
+]
+ScanRoles = Annotated[
+    str,
+    typer.Option(
+        "--scan-roles",
+        help="Roles of a conversation scanned (comma-separated, of system, user, assistant, "
+        "tool, document).",
+    ),
+]
+SpanAdjacent = Annotated[
+    bool,
+    typer.Option(
+        "--span-adjacent/--no-span-adjacent",
+        help="Also score a window across the border of neighbouring scanned messages of the "
+        "same role (one extra window per such pair).",
+    ),
+]
 IdField = Annotated[
     str | None, typer.Option("--id-field", help="Column/key holding a row id (default: id).")
 ]
@@ -44,6 +71,16 @@ def _print_bulk(summary: dict[str, Any], where: Path) -> None:
         f"({summary['executor']}, {summary['partitions']} partitions)",
         highlight=False,
     )
+    conv = summary["conversations"]
+    if conv["rows"]:
+        skipped = conv["messages_skipped"]
+        console.print(
+            f"conversations: {conv['rows']:,} rows, {conv['messages_scanned']:,} messages "
+            f"scanned ({', '.join(summary['scan_policy']['roles'])}), "
+            f"{skipped['role'] + skipped['empty']:,} skipped, "
+            f"{conv['ignored_parts']:,} parts without text ignored",
+            highlight=False,
+        )
     if summary["rows_rejected"]:
         reasons = ", ".join(f"{k} {v:,}" for k, v in summary["rejected_by_reason"].items() if v)
         console.print(
@@ -60,18 +97,32 @@ def _print_bulk(summary: dict[str, Any], where: Path) -> None:
     console.print(f"written: {where}", highlight=False)
 
 
+def scan_policy(scan_roles: str, span_adjacent: bool) -> ScanPolicy:
+    """The conversations' scanning policy from ``--scan-roles`` and ``--span-adjacent``."""
+    from gatebench.conversation import ConversationError, ScanPolicy
+    from gatebench.errors import ConfigError
+
+    try:
+        return ScanPolicy(ScanPolicy.parse(scan_roles, where="--scan-roles").roles, span_adjacent)
+    except ConversationError as exc:
+        raise ConfigError(f"--scan-roles {scan_roles!r}: {exc}") from None
+
+
 def score(
     model_dir: BulkModel,
     input_path: BulkInput,
     out: Annotated[Path, typer.Option("--out", help="Output .parquet (scores and decisions).")],
     text_field: TextField = "text",
+    messages_field: MessagesField = "messages",
     id_field: IdField = None,
     batch_rows: BatchRows = 10_000,
     backend: BulkBackend = "local",
     scheduler: BulkScheduler = None,
     jobs: BulkJobs = None,
+    scan_roles: ScanRoles = "user,tool,document",
+    span_adjacent: SpanAdjacent = True,
 ) -> None:
-    """Score a large file in partitions; writes OUT and OUT.summary.json."""
+    """Score a file of texts or conversations in partitions; writes OUT and OUT.summary.json."""
     from gatebench.bulk import score_file
     from gatebench.bulk.io import summary_path
     from gatebench.parallel import Executor
@@ -82,9 +133,11 @@ def score(
             input_path,
             out,
             text_field=text_field,
+            messages_field=messages_field,
             id_field=id_field,
             batch_rows=batch_rows,
             executor=Executor(backend, jobs, scheduler),
+            policy=scan_policy(scan_roles, span_adjacent),
         )
     except GatebenchError as exc:
         fail(exc)
@@ -97,12 +150,15 @@ def audit(
     input_path: BulkInput,
     out: Annotated[Path, typer.Option("--out", help="Output directory.")],
     text_field: TextField = "text",
+    messages_field: MessagesField = "messages",
     id_field: IdField = None,
     batch_rows: BatchRows = 10_000,
     backend: BulkBackend = "local",
     scheduler: BulkScheduler = None,
     jobs: BulkJobs = None,
     seed: Seed = None,
+    scan_roles: ScanRoles = "user,tool,document",
+    span_adjacent: SpanAdjacent = True,
 ) -> None:
     """Score a large file and cluster its near-duplicates (MinHash-LSH) with score spread."""
     from gatebench.bulk import audit_file
@@ -115,9 +171,11 @@ def audit(
             input_path,
             out,
             text_field=text_field,
+            messages_field=messages_field,
             id_field=id_field,
             batch_rows=batch_rows,
             executor=Executor(backend, jobs, scheduler),
+            policy=scan_policy(scan_roles, span_adjacent),
             seed=RunConfig().seed if seed is None else seed,
         )
     except GatebenchError as exc:
