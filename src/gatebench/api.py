@@ -6,6 +6,7 @@ and every metric, diagnostics, the run's files. ``train`` fits the model that sh
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from gatebench import artifacts, cv, record, summary
 from gatebench.config import RunConfig, output_directory
+from gatebench.conversation import Conversation, ScanPolicy
 from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.detectors.adapters._audit import audit_dir
 from gatebench.errors import ConfigError, GatebenchError
@@ -129,9 +131,31 @@ def train(
     )  # fmt: skip
 
 
-def detect(model_dir: Path, texts: list[str]) -> list[dict[str, Any]]:
-    """Score texts with a model directory: score, decision, stage, driving chunk, timings."""
-    return list(served_model(model_dir).score_details(texts))
+def detect(
+    model_dir: Path,
+    inputs: Sequence[str | Conversation],
+    *,
+    policy: ScanPolicy | None = None,
+) -> list[dict[str, Any]]:
+    """Score texts and conversations with a model directory; one result per input, in order.
+
+    A text gets its score, decision, stage, driving chunk and timings; a
+    conversation, scanned under ``policy`` (default: user, tool and document
+    messages), gets the service's conversation result: score, decision, the
+    driving message and window, and every message's score.
+    """
+    model = served_model(model_dir)
+    out: list[dict[str, Any]] = [{} for _ in inputs]
+    texts = [(k, x) for k, x in enumerate(inputs) if isinstance(x, str)]
+    conversations = [(k, x) for k, x in enumerate(inputs) if not isinstance(x, str)]
+    if texts:
+        for (k, _), result in zip(texts, model.score_details([t for _, t in texts]), strict=True):
+            out[k] = result
+    if conversations:
+        scored = model.score_conversations([c for _, c in conversations], policy)
+        for (k, _), result in zip(conversations, scored, strict=True):
+            out[k] = result
+    return out
 
 
 def build_trace_from_options(*, out: Path | None = None, **options: Any) -> Trace:

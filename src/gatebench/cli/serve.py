@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,6 +17,9 @@ from rich.table import Table
 
 from gatebench.cli.options import DataDir, console, fail
 from gatebench.errors import GatebenchError
+
+if TYPE_CHECKING:
+    from gatebench.conversation import Conversation, ScanPolicy
 
 __all__ = ["bench_app", "detect", "serve"]
 
@@ -29,45 +32,75 @@ def detect(
         str | None, typer.Argument(help="Text to score; '-' or omit for stdin.")
     ] = None,
     jsonl: Annotated[
-        Path | None, typer.Option("--jsonl", help='Score a JSONL file of {"text": ...} rows.')
+        Path | None,
+        typer.Option(
+            "--jsonl", help='Score a JSONL file of {"text": ...} and {"messages": [...]} rows.'
+        ),
     ] = None,
+    scan_roles: Annotated[
+        str,
+        typer.Option(
+            help="Roles of a conversation scanned (comma-separated, of system, user, "
+            "assistant, tool, document).",
+        ),
+    ] = "user,tool,document",
+    span_adjacent: Annotated[
+        bool,
+        typer.Option(
+            help="Also score a window across the border of neighbouring scanned messages "
+            "of the same role (one extra window per such pair)."
+        ),
+    ] = True,
 ) -> None:
-    """Score texts with a model directory; prints one JSON result per text."""
+    """Score texts or conversations with a model directory; prints one JSON result per input."""
     from gatebench import api
+    from gatebench.cli.bulk import scan_policy
     from gatebench.errors import DataError
 
+    texts: list[str | Conversation]
     try:
+        policy = scan_policy(scan_roles, span_adjacent)
         if jsonl is not None:
-            texts = _detect_jsonl(jsonl)
+            texts = _detect_jsonl(jsonl, policy)
         else:
             origin = "stdin" if text is None or text == "-" else "the TEXT argument"
             # Bytes that are not UTF-8 become U+FFFD, as a browser shows them,
             # instead of failing the whole input.
-            texts = [
+            one = (
                 sys.stdin.buffer.read().decode("utf-8", "replace")
                 if origin == "stdin"
                 else str(text)
-            ]
-            if not texts[0].strip():
+            )
+            if not one.strip():
                 raise DataError(
                     f"the text from {origin} is empty or whitespace; give the text to score"
                 )
-        results = api.detect(model_dir, texts)
+            texts = [one]
+        results = api.detect(model_dir, texts, policy=policy)
     except GatebenchError as exc:
         fail(exc)
     for r in results:
         sys.stdout.write(json.dumps(r) + "\n")
 
 
-def _detect_jsonl(path: Path) -> list[str]:
-    """The texts of a ``{"text": ...}`` JSONL file; any bad line stops with its line number."""
+def _detect_jsonl(path: Path, policy: ScanPolicy) -> list[str | Conversation]:
+    """The texts and conversations of a JSONL file; any bad line stops with its line number.
+
+    A line with a ``"text"`` key is a text, one with a ``"messages"`` key (and
+    no ``"text"``) a conversation, checked here: a bad one, or one with no
+    message of a role ``policy`` scans, names its line.
+    """
+    from gatebench.conversation import ConversationError, parse_conversation, plan_scan
     from gatebench.errors import DataError
+    from gatebench.served import ServeSettings
+
+    settings = ServeSettings()
 
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read --jsonl {path}: {exc.strerror}") from None
-    texts = []
+    texts: list[str | Conversation] = []
     for n, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -81,16 +114,30 @@ def _detect_jsonl(path: Path) -> list[str]:
         except json.JSONDecodeError as exc:
             raise DataError(
                 f'{where}: invalid JSON ({exc.msg}, column {exc.colno}); write one {{"text": ...}} '
-                "object per line"
+                'or {"messages": [...]} object per line'
             ) from None
+        if isinstance(row, dict) and "text" not in row and "messages" in row:
+            try:
+                conversation = parse_conversation(row["messages"])
+                size, overlap = settings.chunk_chars, settings.chunk_overlap
+                plan_scan(conversation, policy, size=size, overlap=overlap)
+            except ConversationError as exc:
+                raise DataError(f"{where}: {exc}") from None
+            texts.append(conversation)
+            continue
         if not isinstance(row, dict) or not isinstance(row.get("text"), str):
             got = type(row.get("text")).__name__ if isinstance(row, dict) else type(row).__name__
-            raise DataError(f'{where}: expected an object with a "text" string, got {got}')
+            raise DataError(
+                f'{where}: expected an object with a "messages" list or a "text" string, got {got}'
+            )
         if not row["text"].strip():
             raise DataError(f'{where}: "text" is empty or whitespace; drop the line or fill it')
         texts.append(row["text"])
     if not texts:
-        raise DataError(f'{path} holds no text lines; write one {{"text": ...}} per line')
+        raise DataError(
+            f'{path} holds no text lines; write one {{"text": ...}} or {{"messages": [...]}} '
+            "object per line"
+        )
     return texts
 
 
