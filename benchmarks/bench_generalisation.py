@@ -90,16 +90,20 @@ def _built_from(frame: pd.DataFrame, held: np.ndarray) -> np.ndarray:
     """Constructed rows whose host document or payload comes from a held-out source.
 
     They would carry held-out text into the refit, so they are left out of it.
+    Payloads are held-out attacks or, with instruction payloads, short held-out
+    benign requests.
     """
-    from gatebench.augment import EMBEDDED_SOURCE, MAX_PAYLOAD_CHARS
+    from gatebench.augment import EMBEDDED_SOURCE, MAX_INSTRUCTION_CHARS, MAX_PAYLOAD_CHARS
 
     made = (frame["source"] == EMBEDDED_SOURCE).to_numpy()
     if not made.any():
         return made
     held_sources = set(frame.loc[held, "source"])
     host = frame["parent_id"].fillna("").str.split(":").str[0].isin(held_sources).to_numpy()
-    short = frame.loc[held & (frame["label"] == 1).to_numpy(), "text"].str.strip()
-    payloads = [p for p in short if len(p) <= MAX_PAYLOAD_CHARS]
+    part = frame.loc[held, ["text", "label"]]
+    limit = np.where(part["label"] == 1, MAX_PAYLOAD_CHARS, MAX_INSTRUCTION_CHARS)
+    short = part["text"].str.strip()
+    payloads = [p for p, n in zip(short, limit, strict=True) if p and len(p) <= n]
     texts = frame["text"].to_numpy(dtype=object)
     carry = np.array([made[i] and any(p in texts[i] for p in payloads) for i in range(len(frame))])
     return made & (host | carry)
@@ -213,6 +217,12 @@ def main() -> None:
     ap.add_argument(
         "--embedded", type=int, default=0, help="constructed embedded injections (run default: 0)"
     )
+    ap.add_argument(
+        "--embedded-payloads",
+        choices=("attacks", "instructions", "mixed"),
+        default="attacks",
+        help="what the embedded rows embed (run default: attacks)",
+    )
     args = ap.parse_args()
     params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
 
@@ -222,7 +232,12 @@ def main() -> None:
     from gatebench.trace import TraceSpec, build_trace
 
     frame = build_trace(
-        TraceSpec(sources=tuple(args.sources), seed=args.seed, embedded=args.embedded),
+        TraceSpec(
+            sources=tuple(args.sources),
+            seed=args.seed,
+            embedded=args.embedded,
+            embedded_payloads=args.embedded_payloads,
+        ),
         data_dir=os.environ.get("GATEBENCH_DATA"),
         cache_dir=".cache/gatebench",
     ).frame

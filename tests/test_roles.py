@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -183,6 +184,47 @@ def test_embedded_injections_use_training_rows_only_and_are_seeded(mirror: Path)
     assert none.trace_id != trace.trace_id
     assert not none.frame.source.eq(EMBEDDED_SOURCE).any()
     assert trace.info["per_source"][EMBEDDED_SOURCE]["attack"] == len(made)
+
+
+def test_instruction_payloads_plant_benign_training_requests_and_change_the_trace_id(
+    mirror: Path,
+) -> None:
+    from gatebench.augment import EMBEDDED_SOURCE
+
+    sources = (XSTEST, DEEPSET, MTBENCH, PROMPTMAP)
+    spec = TraceSpec(sources=sources, embedded=30, embedded_payloads="instructions")
+    trace = build_trace(spec, data_dir=mirror)
+    frame = trace.frame
+    made = frame[frame.source == EMBEDDED_SOURCE]
+    assert 0 < len(made) <= 30
+    assert set(made.label) == {1} and set(made.position) == {"document"}
+
+    def squash(text: str) -> str:
+        return " ".join(text.split())
+
+    # The only benign training corpus is mt-bench: its long turns host its short ones.
+    turns = frame.loc[frame.source == MTBENCH, "text"]
+    hosts = {squash(t) for t in turns}
+    asks = [t.strip() for t in turns if len(t.strip()) <= 300]
+    for text in made.text:
+        ask = max((a for a in asks if a in text), key=len)
+        before, after = text.split(ask, 1)
+        assert before.strip() and after.strip()
+        assert squash(before + " " + after) in hosts
+    again = build_trace(spec, data_dir=mirror).frame
+    assert again[again.source == EMBEDDED_SOURCE].text.tolist() == made.text.tolist()
+    ids = {
+        kind: build_trace(
+            TraceSpec(sources=sources, embedded=30, embedded_payloads=kind), data_dir=mirror
+        ).trace_id
+        for kind in ("attacks", "mixed")
+    }
+    assert len({trace.trace_id, *ids.values()}) == 3
+    # With no embedded rows the payload kind changes nothing, so neither does the id.
+    none = build_trace(TraceSpec(sources=sources), data_dir=mirror).trace_id
+    assert build_trace(replace(spec, embedded=0), data_dir=mirror).trace_id == none
+    with pytest.raises(ConfigError, match="embedded_payloads"):
+        TraceSpec(sources=sources, embedded=30, embedded_payloads="requests")
 
 
 def test_holdout_only_takes_evaluation_prompts() -> None:

@@ -5,9 +5,32 @@ front of an agent also meets them inside an email, a report or a tool result,
 where the instruction is a few sentences in a long benign document. Nothing
 in the training corpora looks like that, so a model learns "long benign
 document = benign". These rows teach the opposite: a benign training
-document with a training-corpus attack inserted at a random sentence
-boundary is an attack. Every constructed row is recorded at the position
-``document``: the payload now sits inside one, whatever the host was.
+document with a payload inserted at a sentence boundary is an attack. Every
+constructed row is recorded at the position ``document``: the payload now
+sits inside one, whatever the host was.
+
+Two kinds of payload (``payloads``):
+
+``attacks`` (the default)
+    A training-corpus attack (at most ``MAX_PAYLOAD_CHARS``) at a random
+    sentence boundary of a benign host of ``MIN_HOST_CHARS`` to
+    ``MAX_HOST_CHARS``, its start and end included. Every attack in the
+    corpora is a harmful request or a jailbreak, so these rows teach "an
+    injection in a document carries harmful content" (measured in
+    benchmarks/RESULTS.md).
+``instructions``
+    A benign training-corpus request (at most ``MAX_INSTRUCTION_CHARS``): an
+    indirect injection is usually a benign-sounding task ("send the file
+    to ...") planted in data, and what makes it an attack is where it sits,
+    not what it asks. The same text stays benign on its own row, so only the
+    placement separates the two. The hosts are stricter here, for that
+    reason: a host of at least ``MIN_DOCUMENT_CHARS`` (a short host is itself
+    a request, and a request inside a request is a two-part question, which
+    benign users write all the time), and the payload goes only at an inner
+    boundary with at least ``MIN_SIDE_CHARS`` of host before and after it (a
+    request before or after a document is how a user asks about one).
+``mixed``
+    Half of each (the first ``n // 2`` rows attack payloads, as above).
 
 Only training-corpus rows are used, hosts and payloads alike, after the
 trace has dropped training rows that share a group with an evaluation row,
@@ -29,12 +52,23 @@ from gatebench.seeding import child_sequence
 from gatebench.text import text_hash
 from gatebench.types import Position
 
-__all__ = ["EMBEDDED_SOURCE", "embedded_injections"]
+__all__ = [
+    "EMBEDDED_PAYLOADS",
+    "EMBEDDED_SOURCE",
+    "MAX_INSTRUCTION_CHARS",
+    "MAX_PAYLOAD_CHARS",
+    "embedded_injections",
+]
 
 EMBEDDED_SOURCE = "embedded-injections"
+EMBEDDED_PAYLOADS = ("attacks", "instructions", "mixed")
 MIN_HOST_CHARS = 200
 MAX_HOST_CHARS = 3400
 MAX_PAYLOAD_CHARS = 600
+# Instruction payloads: a short request, into a host long enough to read as a document.
+MAX_INSTRUCTION_CHARS = 300
+MIN_DOCUMENT_CHARS = 400
+MIN_SIDE_CHARS = 100
 # Ways a payload joins its host: a paragraph break, a line break, or mid-paragraph.
 _JOINS = ("\n\n", "\n", " ")
 _BOUNDARY_RE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -45,7 +79,14 @@ def _boundaries(text: str) -> list[int]:
     return sorted({0, len(text), *(m.start() for m in _BOUNDARY_RE.finditer(text))})
 
 
-def embedded_injections(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFrame:
+def _inner_boundaries(text: str) -> list[int]:
+    """Boundaries with at least ``MIN_SIDE_CHARS`` of text on each side."""
+    return [b for b in _boundaries(text) if MIN_SIDE_CHARS <= b <= len(text) - MIN_SIDE_CHARS]
+
+
+def embedded_injections(
+    frame: pd.DataFrame, *, n: int, seed: int, payloads: str = "attacks"
+) -> pd.DataFrame:
     """Up to ``n`` constructed attack rows, in the trace frame's columns (role ``training``).
 
     Parameters
@@ -56,15 +97,34 @@ def embedded_injections(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFra
         Rows to construct; fewer when the training corpora hold no host or payload.
     seed : int
         Trace root seed.
+    payloads : str
+        ``attacks``, ``instructions`` or ``mixed`` (see the module docstring).
 
     Returns
     -------
     DataFrame
         One single-chunk row per constructed document (empty when ``n`` is 0).
     """
+    if payloads not in EMBEDDED_PAYLOADS:
+        raise ValueError(f"payloads={payloads!r}; choose one of {', '.join(EMBEDDED_PAYLOADS)}")
     columns = list(frame.columns)
+    if n <= 0:
+        return pd.DataFrame(columns=columns)
+    n_attacks = {"attacks": n, "instructions": 0, "mixed": n // 2}[payloads]
     training = frame[(frame["role"] == "training") & (frame["n_chunks"] == 1)]
     lengths = training["text"].str.len()
+    rows = _attack_rows(training, lengths, n_attacks, seed)
+    rows += _instruction_rows(training, lengths, n - n_attacks, seed, start=len(rows))
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    out = pd.DataFrame(rows, columns=columns)
+    return out.drop_duplicates("text_sha256").reset_index(drop=True)
+
+
+def _attack_rows(
+    training: pd.DataFrame, lengths: pd.Series, n: int, seed: int
+) -> list[dict[str, Any]]:
+    """Training attacks at any sentence boundary of a benign host (the original rows)."""
     hosts = training[
         (training["label"] == 0) & lengths.between(MIN_HOST_CHARS, MAX_HOST_CHARS)
     ].reset_index(drop=True)
@@ -72,7 +132,7 @@ def embedded_injections(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFra
         drop=True
     )
     if n <= 0 or hosts.empty or payloads.empty:
-        return pd.DataFrame(columns=columns)
+        return []
     rng = np.random.default_rng(child_sequence(seed, "augment", EMBEDDED_SOURCE))
     host_idx = rng.integers(0, len(hosts), size=n)
     payload_idx = rng.integers(0, len(payloads), size=n)
@@ -82,29 +142,60 @@ def embedded_injections(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFra
         host, payload = hosts.iloc[host_idx[i]], payloads.iloc[payload_idx[i]]
         cuts = _boundaries(host["text"])
         at = cuts[int(rng.integers(0, len(cuts)))]
-        join = _JOINS[joins[i]]
-        text = host["text"][:at].rstrip() + join + payload["text"].strip() + join
-        text = (text + host["text"][at:].lstrip()).strip()
-        sample_id = f"{EMBEDDED_SOURCE}:{i}"
+        rows.append(_row(i, host, payload["text"], at, _JOINS[joins[i]]))
+    return rows
+
+
+def _instruction_rows(
+    training: pd.DataFrame, lengths: pd.Series, n: int, seed: int, *, start: int
+) -> list[dict[str, Any]]:
+    """Benign training requests at an inner sentence boundary of a document-length host."""
+    if n <= 0:
+        return []
+    benign = training["label"] == 0
+    hosts = training[benign & lengths.between(MIN_DOCUMENT_CHARS, MAX_HOST_CHARS)]
+    cuts_of = hosts["text"].map(_inner_boundaries)
+    hosts, cuts_of = hosts[cuts_of.str.len() > 0], cuts_of[cuts_of.str.len() > 0]
+    payloads = training[benign & (lengths <= MAX_INSTRUCTION_CHARS)]
+    payloads = payloads[payloads["text"].str.strip() != ""]
+    if hosts.empty or payloads.empty:
+        return []
+    hosts, cuts = hosts.reset_index(drop=True), cuts_of.tolist()
+    payload_texts = payloads["text"].tolist()
+    rng = np.random.default_rng(child_sequence(seed, "augment", EMBEDDED_SOURCE, "instructions"))
+    host_idx = rng.integers(0, len(hosts), size=n)
+    payload_idx = rng.integers(0, len(payload_texts), size=n)
+    joins = rng.integers(0, len(_JOINS), size=n)
+    rows: list[dict[str, Any]] = []
+    for i in range(n):
+        h = int(host_idx[i])
+        at = cuts[h][int(rng.integers(0, len(cuts[h])))]
         rows.append(
-            {
-                "row_id": f"{sample_id}#0",
-                "sample_id": sample_id,
-                "chunk": 0,
-                "n_chunks": 1,
-                "text": text,
-                "label": 1,
-                "source": EMBEDDED_SOURCE,
-                "family": "all_attack",
-                # The host's group key, so a host and its injected copy never split.
-                "parent_id": host["parent_id"] if host["parent_id"] else host["sample_id"],
-                "language": host["language"],
-                # The payload now sits inside a document, whatever the host was.
-                "position": str(Position.DOCUMENT),
-                "text_sha256": text_hash(text),
-                "prompt_chars": len(text),
-                "role": "training",
-            }
+            _row(start + i, hosts.iloc[h], payload_texts[payload_idx[i]], at, _JOINS[joins[i]])
         )
-    out = pd.DataFrame(rows, columns=columns)
-    return out.drop_duplicates("text_sha256").reset_index(drop=True)
+    return rows
+
+
+def _row(i: int, host: pd.Series, payload: str, at: int, join: str) -> dict[str, Any]:
+    """One constructed row: ``payload`` inserted into ``host`` at offset ``at``."""
+    text = host["text"][:at].rstrip() + join + payload.strip() + join
+    text = (text + host["text"][at:].lstrip()).strip()
+    sample_id = f"{EMBEDDED_SOURCE}:{i}"
+    return {
+        "row_id": f"{sample_id}#0",
+        "sample_id": sample_id,
+        "chunk": 0,
+        "n_chunks": 1,
+        "text": text,
+        "label": 1,
+        "source": EMBEDDED_SOURCE,
+        "family": "all_attack",
+        # The host's group key, so a host and its injected copy never split.
+        "parent_id": host["parent_id"] if host["parent_id"] else host["sample_id"],
+        "language": host["language"],
+        # The payload now sits inside a document, whatever the host was.
+        "position": str(Position.DOCUMENT),
+        "text_sha256": text_hash(text),
+        "prompt_chars": len(text),
+        "role": "training",
+    }

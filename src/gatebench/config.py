@@ -40,6 +40,7 @@ class RunConfig(BaseModel):
     caps: dict[str, int | None] = Field(default_factory=dict)
     roles: dict[str, str] = Field(default_factory=dict)
     embedded: int = 0
+    embedded_payloads: str = "attacks"
     chunk_chars: int = 4000
     chunk_overlap: int = 400
     # How the paths in `sources` are read (gatebench.data.local.FileOptions).
@@ -133,7 +134,9 @@ class RunConfig(BaseModel):
     def trace_options(self) -> dict[str, Any]:
         """The :class:`~gatebench.trace.TraceSpec` options these settings give."""
         names = ("sources", "caps", "roles", "chunk_chars", "chunk_overlap", "seed")
-        options = {k: getattr(self, k) for k in (*names, "skip_missing", "embedded")}
+        options = {
+            k: getattr(self, k) for k in (*names, "skip_missing", "embedded", "embedded_payloads")
+        }
         files = ("text_field", "label_field", "id_field", "group_field", "label_map")
         options["files"] = {k: getattr(self, k) for k in (*files, "assume_label", "source_name")}
         return options

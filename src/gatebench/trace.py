@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gatebench.augment import EMBEDDED_SOURCE, embedded_injections
+from gatebench.augment import EMBEDDED_PAYLOADS, EMBEDDED_SOURCE, embedded_injections
 from gatebench.chunking import chunk_texts
 from gatebench.data import get_loader
 from gatebench.data.loaders import Loader
@@ -110,6 +110,10 @@ class TraceSpec:
         benign training document (:mod:`gatebench.augment`); 0 (the default)
         for none. Measured by LODO they lowered recall on injections inside
         tool outputs (see benchmarks/RESULTS.md), so they are opt-in.
+    embedded_payloads : str
+        What those rows embed: ``attacks`` (the default, training-corpus
+        attacks), ``instructions`` (short benign training-corpus requests,
+        planted mid-document) or ``mixed`` (half each).
     """
 
     sources: tuple[str, ...] = DEFAULT_SOURCES
@@ -120,6 +124,7 @@ class TraceSpec:
     skip_missing: bool = False
     roles: dict[str, str] = field(default_factory=dict)
     embedded: int = 0
+    embedded_payloads: str = "attacks"
     files: FileOptions = field(default_factory=FileOptions)
     paths: dict[str, str] = field(default_factory=dict)
 
@@ -142,6 +147,11 @@ class TraceSpec:
                 raise ConfigError(f"cap for {name!r} is {cap}; use a positive row count or none")
         if self.embedded < 0:
             raise ConfigError(f"embedded={self.embedded} must be 0 (none) or a positive count")
+        if self.embedded_payloads not in EMBEDDED_PAYLOADS:
+            raise ConfigError(
+                f"embedded_payloads={self.embedded_payloads!r}; choose one of "
+                f"{', '.join(EMBEDDED_PAYLOADS)}, e.g. --embedded-payloads instructions"
+            )
         if self.chunk_chars < 64:
             raise ConfigError(f"chunk_chars={self.chunk_chars} is too small; use at least 64")
         if not 0 <= self.chunk_overlap < self.chunk_chars // 2:
@@ -158,6 +168,14 @@ class TraceSpec:
     def role_for(self, loader: Loader) -> Role:
         """The effective role of one source: the override, else the card's role."""
         return Role(self.roles.get(loader.card.name, loader.card.role))
+
+
+_EMBEDDED_KINDS = {
+    "instructions": "benign training-corpus requests planted mid-document in benign training "
+    "documents",
+    "mixed": "training-corpus attacks and benign training-corpus requests embedded in benign "
+    "training documents",
+}
 
 
 @dataclass
@@ -206,6 +224,9 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
         "seed": spec.seed,
         "embedded": spec.embedded,
     }
+    if spec.embedded and spec.embedded_payloads != "attacks":
+        # Only when it changes the rows, so the ids of earlier traces stay valid.
+        payload["embedded_payloads"] = spec.embedded_payloads
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
 
@@ -417,10 +438,14 @@ def build_trace(
         )
         rows.extend(_rows(kept, family, role, spec))
     frame, overlap = _drop_training_overlap(pd.DataFrame(rows, columns=COLUMNS), spec.seed)
-    embedded = embedded_injections(frame, n=spec.embedded, seed=spec.seed)
+    embedded = embedded_injections(
+        frame, n=spec.embedded, seed=spec.seed, payloads=spec.embedded_payloads
+    )
     if len(embedded):
         frame = pd.concat([frame, embedded], ignore_index=True)
         per_source[EMBEDDED_SOURCE] = embedded_source_counts(spec.embedded, len(embedded))
+        if spec.embedded_payloads != "attacks":
+            per_source[EMBEDDED_SOURCE]["constructed"] = _EMBEDDED_KINDS[spec.embedded_payloads]
     recount_training(per_source, frame, overlap)
     frame, languages = fill_languages(frame, spec.chunk_overlap)
     frame["label"] = frame["label"].astype("int8")

@@ -23,6 +23,7 @@ __all__ = [
     "Caps",
     "DataDir",
     "Embedded",
+    "EmbeddedPayloads",
     "GroupField",
     "IdField",
     "LabelField",
@@ -79,6 +80,14 @@ Embedded = Annotated[
         "--embedded",
         help="Constructed training rows: a training-corpus attack inside a benign training "
         "document (default 0).",
+    ),
+]
+EmbeddedPayloads = Annotated[
+    str | None,
+    typer.Option(
+        "--embedded-payloads",
+        help="What --embedded rows embed: attacks (default), instructions (short benign "
+        "training requests planted mid-document) or mixed (half each).",
     ),
 ]
 SkipMissing = Annotated[

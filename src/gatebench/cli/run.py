@@ -19,6 +19,7 @@ from gatebench.cli.options import (
     Caps,
     DataDir,
     Embedded,
+    EmbeddedPayloads,
     GroupField,
     IdField,
     LabelField,
@@ -59,6 +60,7 @@ def run(
     caps: Caps = None,
     roles: Roles = None,
     embedded: Embedded = None,
+    embedded_payloads: EmbeddedPayloads = None,
     skip_missing: SkipMissing = False,
     data_dir: DataDir = None,
     trace: Annotated[
@@ -112,6 +114,7 @@ def run(
             caps=parse_caps(caps) or None,
             roles=parse_roles(roles) or None,
             embedded=embedded,
+            embedded_payloads=embedded_payloads,
             skip_missing=skip_missing or None,
             data_dir=data_dir,
             trace_dir=trace,
