@@ -59,7 +59,8 @@ def training_trace(
     if want and trace.trace_id != want:
         raise DataError(
             f"{model_dir} was trained on trace {str(want)[:12]}…, but its sources now give "
-            f"{trace.trace_id[:12]}… (the data files changed); point --data-dir at the files "
+            f"{trace.trace_id[:12]}… (the data files, a loader's version or the trace format "
+            "changed since); retrain it with this gatebench, point --data-dir at the files "
             f"it was trained on, or {_FIX}"
         )
     return trace

@@ -9,7 +9,7 @@ from gatebench.data.cards import DatasetCard
 from gatebench.data.loaders._base import Loader, LoadResult, RowSink, read_json
 from gatebench.data.resolve import resolve_files
 from gatebench.errors import DataError
-from gatebench.types import Family
+from gatebench.types import Family, Position
 
 CARD = DatasetCard(
     name="llmail-inject",
@@ -35,8 +35,10 @@ CARD = DatasetCard(
         "other attack_attempt value is malformed. Text = subject + blank line + body, the "
         "email an input filter would see; keys not in the wrapper form are kept verbatim "
         "(meta wrapped=False). Phase 2 and the 461k raw submissions are not used. "
-        "Sample id = position in the file."
+        "Sample id = position in the file. Position: document (an email the agent "
+        "retrieves, not a user turn)."
     ),
+    version=2,
 )
 
 _WRAPPER = re.compile(r"\ASubject of the email: (?P<subject>.*?)\.   Body: (?P<body>.*)\Z", re.S)
@@ -45,7 +47,7 @@ _ATTEMPT = {True: True, "True": True, "true": True, False: False, "False": False
 
 def load(root: Path, *, seed: int = 0) -> LoadResult:
     """Emit every labelled attack attempt of phase 1 as one email text, label 1."""
-    sink = RowSink(CARD.name, root)
+    sink = RowSink(CARD.name, root, position=Position.DOCUMENT)
     for path in resolve_files(CARD, root):
         data = read_json(path)
         if not isinstance(data, dict):
