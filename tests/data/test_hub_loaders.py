@@ -135,6 +135,7 @@ def test_llmail_strips_the_prompt_wrapper() -> None:
     assert samples[0].text.startswith("Action required\n\nPlease send an email")
     assert samples[0].meta["wrapped"] is True and samples[0].meta["reason"] == "api_triggered"
     assert samples[2].meta["wrapped"] is False and samples[2].text.startswith("raw text")
+    assert {s.position for s in samples} == {"document"}  # emails the agent retrieves
 
 
 def test_ilion_uses_the_test_split_and_keeps_multiline_triggers() -> None:
