@@ -6,18 +6,23 @@ The commands are plain functions; :mod:`gatebench.cli` registers them on the app
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from gatebench.cli.options import Seed, console, fail, fmt_pct
+from gatebench.cli.options import (
+    ScanRoles,
+    Seed,
+    SpanAdjacent,
+    console,
+    fail,
+    fmt_pct,
+    scan_policy,
+)
 from gatebench.errors import GatebenchError
 
-if TYPE_CHECKING:
-    from gatebench.conversation import ScanPolicy
-
-__all__ = ["audit", "scan_policy", "score"]
+__all__ = ["audit", "score"]
 
 # The arguments and options that score and audit share.
 BulkModel = Annotated[Path, typer.Argument(help="A model directory from `gatebench train`.")]
@@ -29,22 +34,6 @@ MessagesField = Annotated[
         "--messages-field",
         help="Column/key holding a conversation (a list of {role, content} messages); "
         "read where a row has no text.",
-    ),
-]
-ScanRoles = Annotated[
-    str,
-    typer.Option(
-        "--scan-roles",
-        help="Roles of a conversation scanned (comma-separated, of system, user, assistant, "
-        "tool, document).",
-    ),
-]
-SpanAdjacent = Annotated[
-    bool,
-    typer.Option(
-        "--span-adjacent/--no-span-adjacent",
-        help="Also score a window across the border of neighbouring scanned messages of the "
-        "same role (one extra window per such pair).",
     ),
 ]
 IdField = Annotated[
@@ -95,17 +84,6 @@ def _print_bulk(summary: dict[str, Any], where: Path) -> None:
             highlight=False,
         )
     console.print(f"written: {where}", highlight=False)
-
-
-def scan_policy(scan_roles: str, span_adjacent: bool) -> ScanPolicy:
-    """The conversations' scanning policy from ``--scan-roles`` and ``--span-adjacent``."""
-    from gatebench.conversation import ConversationError, ScanPolicy
-    from gatebench.errors import ConfigError
-
-    try:
-        return ScanPolicy(ScanPolicy.parse(scan_roles, where="--scan-roles").roles, span_adjacent)
-    except ConversationError as exc:
-        raise ConfigError(f"--scan-roles {scan_roles!r}: {exc}") from None
 
 
 def score(

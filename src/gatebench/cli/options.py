@@ -8,7 +8,7 @@ instead of a traceback, the same way in every command.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -16,6 +16,9 @@ from rich.markup import escape
 
 from gatebench.errors import ConfigError, GatebenchError
 from gatebench.types import Role
+
+if TYPE_CHECKING:
+    from gatebench.conversation import ScanPolicy
 
 __all__ = [
     "AsJson",
@@ -128,6 +131,34 @@ SourceName = Annotated[
     str | None,
     typer.Option("--source-name", help="Name of the one file in --sources (default: its name)."),
 ]
+
+
+ScanRoles = Annotated[
+    str,
+    typer.Option(
+        "--scan-roles",
+        help="Roles of a conversation scanned (comma-separated, of system, user, assistant, "
+        "tool, document).",
+    ),
+]
+SpanAdjacent = Annotated[
+    bool,
+    typer.Option(
+        "--span-adjacent/--no-span-adjacent",
+        help="Also score a window across the border of neighbouring scanned messages of the "
+        "same role (one extra short window per such pair).",
+    ),
+]
+
+
+def scan_policy(scan_roles: str, span_adjacent: bool) -> ScanPolicy:
+    """The conversations' scanning policy from ``--scan-roles`` and ``--span-adjacent``."""
+    from gatebench.conversation import ConversationError, ScanPolicy
+
+    try:
+        return ScanPolicy(ScanPolicy.parse(scan_roles, where="--scan-roles").roles, span_adjacent)
+    except ConversationError as exc:
+        raise ConfigError(f"--scan-roles {scan_roles!r}: {exc}") from None
 
 
 def fail(exc: GatebenchError) -> NoReturn:

@@ -15,7 +15,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from gatebench.cli.options import DataDir, console, fail
+from gatebench.cli.options import (
+    DataDir,
+    ScanRoles,
+    SpanAdjacent,
+    console,
+    fail,
+    scan_policy,
+)
 from gatebench.errors import GatebenchError
 
 if TYPE_CHECKING:
@@ -37,24 +44,11 @@ def detect(
             "--jsonl", help='Score a JSONL file of {"text": ...} and {"messages": [...]} rows.'
         ),
     ] = None,
-    scan_roles: Annotated[
-        str,
-        typer.Option(
-            help="Roles of a conversation scanned (comma-separated, of system, user, "
-            "assistant, tool, document).",
-        ),
-    ] = "user,tool,document",
-    span_adjacent: Annotated[
-        bool,
-        typer.Option(
-            help="Also score a window across the border of neighbouring scanned messages "
-            "of the same role (one extra window per such pair)."
-        ),
-    ] = True,
+    scan_roles: ScanRoles = "user,tool,document",
+    span_adjacent: SpanAdjacent = True,
 ) -> None:
     """Score texts or conversations with a model directory; prints one JSON result per input."""
     from gatebench import api
-    from gatebench.cli.bulk import scan_policy
     from gatebench.errors import DataError
 
     texts: list[str | Conversation]
@@ -199,20 +193,8 @@ def serve(
             "(1: score every request alone).",
         ),
     ] = 64,
-    scan_roles: Annotated[
-        str,
-        typer.Option(
-            help="Roles of a conversation scanned when a request names none "
-            "(comma-separated, of system, user, assistant, tool, document).",
-        ),
-    ] = "user,tool,document",
-    span_adjacent: Annotated[
-        bool,
-        typer.Option(
-            help="Also score a window across the border of neighbouring scanned messages "
-            "of the same role (one extra window per such pair)."
-        ),
-    ] = True,
+    scan_roles: ScanRoles = "user,tool,document",
+    span_adjacent: SpanAdjacent = True,
     max_messages: Annotated[
         int, typer.Option(min=1, help="Most messages in one conversation (413 above).")
     ] = 1000,
@@ -223,16 +205,15 @@ def serve(
     OpenAPI document at /openapi.json describes every endpoint.
     """
     _one_math_thread()
-    from gatebench.conversation import ScanPolicy
     from gatebench.serve.model import ServeSettings
     from gatebench.serve.server import serve_forever, serve_workers
     from gatebench.served import served_model
 
     try:
-        policy = ScanPolicy.parse(scan_roles, where="--scan-roles")
+        policy = scan_policy(scan_roles, span_adjacent)
         settings = ServeSettings(
             scan_roles=policy.roles,
-            span_adjacent=span_adjacent,
+            span_adjacent=policy.span_adjacent,
             max_messages=max_messages,
             max_body_bytes=max_body_bytes,
             max_batch=max_batch,

@@ -16,10 +16,13 @@ from gatebench.cli.options import (
     IdField,
     LabelField,
     LabelMap,
+    ScanRoles,
+    SpanAdjacent,
     console,
     fail,
     fmt_pct,
     parse_label_map,
+    scan_policy,
 )
 from gatebench.errors import GatebenchError
 
@@ -33,15 +36,8 @@ def evaluate_turns(
         typer.Argument(help="Files or directories of rows with a `messages` list and a label."),
     ],
     out: Annotated[Path, typer.Option("--out", help="Output directory (result.json).")],
-    scan_roles: Annotated[
-        str,
-        typer.Option(
-            help="Roles scanned (comma-separated, of system, user, assistant, tool, document)."
-        ),
-    ] = "user,tool,document",
-    span_adjacent: Annotated[
-        bool, typer.Option(help="Also score windows across neighbouring same-role messages.")
-    ] = True,
+    scan_roles: ScanRoles = "user,tool,document",
+    span_adjacent: SpanAdjacent = True,
     label_field: LabelField = None,
     id_field: IdField = None,
     label_map: LabelMap = None,
@@ -53,7 +49,6 @@ def evaluate_turns(
     passed before the first flag (from the attack's arrival where rows give
     ``attack_turn``), and the share of benign conversations falsely flagged.
     """
-    from gatebench.conversation import ScanPolicy
     from gatebench.turns import evaluate_turns as run
 
     try:
@@ -61,9 +56,7 @@ def evaluate_turns(
             model_dir,
             list(data),
             out,
-            policy=ScanPolicy.parse(
-                scan_roles, where="--scan-roles", default=ScanPolicy(span_adjacent=span_adjacent)
-            ),
+            policy=scan_policy(scan_roles, span_adjacent),
             label_field=label_field or "label",
             label_map=parse_label_map(label_map),
             assume_label=assume_label,
