@@ -61,7 +61,14 @@ __all__ = [
 ]
 
 EMBEDDED_SOURCE = "embedded-injections"
-EMBEDDED_PAYLOADS = ("attacks", "instructions", "mixed")
+#: The payload kinds, with how the trace info describes the rows each constructs.
+EMBEDDED_PAYLOADS = {
+    "attacks": "training-corpus attacks embedded in benign training documents",
+    "instructions": "benign training-corpus requests planted mid-document in benign training "
+    "documents",
+    "mixed": "training-corpus attacks and benign training-corpus requests embedded in benign "
+    "training documents",
+}
 MIN_HOST_CHARS = 200
 MAX_HOST_CHARS = 3400
 MAX_PAYLOAD_CHARS = 600

@@ -170,14 +170,6 @@ class TraceSpec:
         return Role(self.roles.get(loader.card.name, loader.card.role))
 
 
-_EMBEDDED_KINDS = {
-    "instructions": "benign training-corpus requests planted mid-document in benign training "
-    "documents",
-    "mixed": "training-corpus attacks and benign training-corpus requests embedded in benign "
-    "training documents",
-}
-
-
 @dataclass
 class Trace:
     """The assembled trace: one row per chunk, plus its provenance and reports."""
@@ -445,7 +437,7 @@ def build_trace(
         frame = pd.concat([frame, embedded], ignore_index=True)
         per_source[EMBEDDED_SOURCE] = embedded_source_counts(spec.embedded, len(embedded))
         if spec.embedded_payloads != "attacks":
-            per_source[EMBEDDED_SOURCE]["constructed"] = _EMBEDDED_KINDS[spec.embedded_payloads]
+            per_source[EMBEDDED_SOURCE]["constructed"] = EMBEDDED_PAYLOADS[spec.embedded_payloads]
     recount_training(per_source, frame, overlap)
     frame, languages = fill_languages(frame, spec.chunk_overlap)
     frame["label"] = frame["label"].astype("int8")

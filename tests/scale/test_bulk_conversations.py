@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from cli_checks import fails_cleanly
 from gatebench.bulk import audit_file, score_file
-from gatebench.bulk.score import render_scanned
+from gatebench.bulk.conversations import render_scanned
 from gatebench.cli import app
 from gatebench.conversation import ScanPolicy, parse_conversation, plan_scan
 from gatebench.detectors import DetectorSpec, make_detector

@@ -262,7 +262,7 @@ def audit_file(
     text_field, messages_field, id_field, batch_rows, executor, policy
         As for :func:`gatebench.bulk.score.score_file`. A conversation row is
         clustered by its scanned messages as ``role: content`` lines
-        (:func:`gatebench.bulk.score.render_scanned`), the text its
+        (:func:`gatebench.bulk.conversations.render_scanned`), the text its
         ``text_hash`` is taken from.
     seed : int
         Root seed; the LSH seed is ``child_seed(seed, "minhash")``, as in

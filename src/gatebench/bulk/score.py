@@ -21,7 +21,7 @@ import functools
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,12 @@ import pyarrow as pa
 from numpy.typing import NDArray
 
 from gatebench.bulk._executor import gatebench_version, open_pool
+from gatebench.bulk.conversations import (
+    conversation_summary,
+    count_plan,
+    plan_conversation,
+    render_scanned,
+)
 from gatebench.bulk.io import (
     OUTPUT_SCHEMA,
     REJECT_REASONS,
@@ -40,14 +46,12 @@ from gatebench.bulk.io import (
     file_digest,
     summary_path,
 )
+from gatebench.bulk.tally import MAX_REJECTED_LISTED, Tally, timed
 from gatebench.chunking import chunk_spans
 from gatebench.conversation import (
     DEFAULT_SCAN_ROLES,
-    ConversationError,
     ScanPlan,
     ScanPolicy,
-    parse_conversation,
-    plan_scan,
     pool_scan,
 )
 from gatebench.detectors import check_scores
@@ -58,13 +62,11 @@ from gatebench.split._minhash import signatures
 from gatebench.split.groups import LSHParams
 from gatebench.text import normalise_text, text_hash
 
-__all__ = ["PartitionResult", "process_partition", "render_scanned", "run_bulk", "score_file"]
+__all__ = ["PartitionResult", "process_partition", "run_bulk", "score_file"]
 
 #: Windows per ``detector.score`` call inside a partition; bounds the
 #: featuriser's memory whatever ``--batch-rows`` is. Scores do not depend on it.
 SCORE_BATCH = 1024
-#: Rejected rows listed one by one in the summary (all are counted).
-MAX_REJECTED_LISTED = 50
 
 _SERVE = ServeSettings()
 
@@ -134,54 +136,6 @@ def _score_windows(model: LoadedModel, windows: list[str], score_batch: int) -> 
     return raw
 
 
-def render_scanned(plan: ScanPlan) -> str:
-    """The scanned messages of a conversation as ``role: content`` lines.
-
-    ``text_hash`` of this rendering identifies a conversation in the output
-    (conversations that differ only in messages the policy does not scan hash
-    alike), and the audit's near-duplicate signatures are taken from it.
-
-    Examples
-    --------
-    >>> from gatebench.conversation import Conversation
-    >>> conv = Conversation.of(("system", "be brief"), ("user", "hi"), ("tool", "page"))
-    >>> render_scanned(plan_scan(conv, ScanPolicy(), size=4000, overlap=400))
-    'user: hi\\ntool: page'
-    """
-    messages = plan.conversation.messages
-    return "\n".join(f"{messages[i].role}: {messages[i].content}" for i in sorted(plan.n_windows))
-
-
-def _plan_conversation(
-    value: object, policy: ScanPolicy, where: str
-) -> tuple[ScanPlan | None, str | None, str | None]:
-    """The scan plan of one conversation row, or its reject reason and the error."""
-    try:
-        conversation = parse_conversation(value, where=where)
-    except ConversationError as exc:
-        return None, "bad_conversation", str(exc)
-    try:
-        plan = plan_scan(
-            conversation, policy, size=_SERVE.chunk_chars, overlap=_SERVE.chunk_overlap, where=where
-        )
-    except ConversationError as exc:
-        return None, "nothing_to_scan", str(exc)
-    return plan, None, None
-
-
-def _count(plan: ScanPlan, counts: Counter[str]) -> None:
-    skipped = Counter(plan.skipped.values())
-    counts.update(
-        accepted=1,
-        messages_scanned=len(plan.n_windows),
-        messages_skipped_role=skipped["role"],
-        messages_skipped_empty=skipped["empty"],
-        ignored_parts=plan.conversation.ignored_parts,
-        windows=len(plan.windows),
-        border_windows=len(plan.windows) - sum(plan.n_windows.values()),
-    )
-
-
 def process_partition(
     part: Partition,
     *,
@@ -222,13 +176,13 @@ def process_partition(
         policy = ScanPolicy(tuple(scan_roles), span_adjacent)
         counts["rows"] = len(part.conversations)
         for i, value in part.conversations.items():
-            plan, reason, error = _plan_conversation(value, policy, part.messages_field)
+            plan, reason, error = plan_conversation(value, policy, part.messages_field)
             if plan is None:
                 reasons[i] = reason
                 errors[i] = str(error)
             else:
                 plans[i] = plan
-                _count(plan, counts)
+                count_plan(plan, counts)
     ok = [i for i, r in enumerate(reasons) if r is None]
     # What identifies each accepted row: its text, or its conversation's scanned messages.
     ok_texts = [render_scanned(plans[i]) if i in plans else part.texts[i] or "" for i in ok]
@@ -312,50 +266,6 @@ def process_partition(
     return result
 
 
-@dataclass
-class _Tally:
-    """Counters the driver keeps while results stream past."""
-
-    rows: int = 0
-    scored: int = 0
-    flagged: int = 0
-    windowed: int = 0
-    partitions: int = 0
-    reasons: Counter[str] = field(default_factory=Counter)
-    conversations: Counter[str] = field(default_factory=Counter)
-    rejected: list[dict[str, Any]] = field(default_factory=list)
-    partition_seconds: list[float] = field(default_factory=list)
-    read_s: float = 0.0
-    write_s: float = 0.0
-
-    def add(self, result: PartitionResult) -> None:
-        table = result.table
-        self.rows += table.num_rows
-        self.partitions += 1
-        self.windowed += result.windowed
-        self.conversations.update(result.conversations)
-        self.scored += table.num_rows - len(result.rejected)
-        self.flagged += int(np.asarray(table.column("flagged").fill_null(False)).sum())
-        self.reasons.update(r["reason"] for r in result.rejected)
-        room = MAX_REJECTED_LISTED - len(self.rejected)
-        if room > 0:
-            self.rejected.extend(result.rejected[:room])
-        self.partition_seconds.append(result.seconds)
-
-
-def _timed(reader: PartitionReader, tally: _Tally) -> Iterator[Partition]:
-    it = iter(reader)
-    while True:
-        t0 = time.perf_counter()
-        try:
-            part = next(it)
-        except StopIteration:
-            return
-        finally:
-            tally.read_s += time.perf_counter() - t0
-        yield part
-
-
 def worker_version() -> str:
     """The gatebench version, as each dask worker reports it before the first partition.
 
@@ -435,7 +345,7 @@ def run_bulk(
         id_field=id_field,
         batch_rows=batch_rows,
     )
-    tally = _Tally()
+    tally = Tally()
     writer = ResultWriter(out)
     try:
         t_pool = time.perf_counter()
@@ -443,7 +353,7 @@ def run_bulk(
             startup_s = time.perf_counter() - t_pool
             results = pool.imap(
                 process_partition,
-                _timed(reader, tally),
+                timed(reader, tally),
                 max_in_flight=max_in_flight,
                 model_dir=model_key,
                 lsh=lsh,
@@ -491,7 +401,7 @@ def run_bulk(
             tally.flagged / tally.scored if model_dir is not None and tally.scored else None
         ),
         "windowed_texts": tally.windowed,
-        "conversations": _conversation_summary(tally.conversations, scored=model_dir is not None),
+        "conversations": conversation_summary(tally.conversations, scored=model_dir is not None),
         "scan_policy": {"roles": list(policy.roles), "span_adjacent": policy.span_adjacent},
         "chunking": {"chunk_chars": _SERVE.chunk_chars, "chunk_overlap": _SERVE.chunk_overlap},
         "partitions": tally.partitions,
@@ -511,23 +421,6 @@ def run_bulk(
             "partition_s_median": round(float(np.median(seconds)), 4),
             "partition_s_max": round(float(seconds.max()), 4),
         },
-    }
-
-
-def _conversation_summary(counts: Counter[str], *, scored: bool) -> dict[str, Any]:
-    """The summary's account of conversation rows (all zeros when there were none)."""
-    return {
-        "rows": counts["rows"],
-        "scored": counts["accepted"] if scored else 0,
-        "rejected": counts["rows"] - counts["accepted"],
-        "messages_scanned": counts["messages_scanned"],
-        "messages_skipped": {
-            "role": counts["messages_skipped_role"],
-            "empty": counts["messages_skipped_empty"],
-        },
-        "ignored_parts": counts["ignored_parts"],
-        "windows": counts["windows"],
-        "border_windows": counts["border_windows"],
     }
 
 
