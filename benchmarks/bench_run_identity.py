@@ -99,9 +99,8 @@ def main() -> int:
     print(f"result.json leaves that differ (machine-dependent ones excluded): {len(diff)}")
     for line in diff[:20]:
         print("  " + line)
-    print(
-        f"recorded step time: {total_seconds(args.run_a):.1f} s vs {total_seconds(args.run_b):.1f} s"
-    )
+    a, b = total_seconds(args.run_a), total_seconds(args.run_b)
+    print(f"recorded step time: {a:.1f} s vs {b:.1f} s")
     return 0 if same_oof and not diff else 1
 
 
