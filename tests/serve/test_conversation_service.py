@@ -100,3 +100,22 @@ def test_openapi_declares_every_shape_with_examples(server: ServerThread) -> Non
     for name in ("text", "messages", "conversations"):
         example = body["examples"][name]["value"]
         assert _post(server, example).status_code == 200  # every example is a valid request
+
+
+def test_metrics_count_conversations_and_the_role_that_blocked(server: ServerThread) -> None:
+    def scrape() -> dict[str, float]:
+        text = httpx.get(server.url + "/metrics").text
+        return {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("gatebench_") and not line.startswith("gatebench_request_latency")
+        }
+
+    before = scrape()
+    assert _post(server, {"conversations": [CHAT, CHAT[:2]]}).status_code == 200
+    after = scrape()
+    assert after["gatebench_conversations_total"] - before["gatebench_conversations_total"] == 2
+    scanned = after["gatebench_messages_scanned_total"] - before["gatebench_messages_scanned_total"]
+    assert scanned == 3  # two in the first conversation, one in the second
+    key = 'gatebench_conversation_blocks_total{role="tool"}'
+    assert after[key] - before.get(key, 0.0) == 1

@@ -43,6 +43,9 @@ class ServiceMetrics:
         self.texts = 0
         self.errors: Counter[int] = Counter()
         self.stages: Counter[str] = Counter()
+        self.conversations = 0
+        self.messages_scanned = 0
+        self.blocks_by_role: Counter[str] = Counter()
         self.request_ms = _Histogram()
         self.stage_ms: dict[str, _Histogram] = {}
 
@@ -53,6 +56,11 @@ class ServiceMetrics:
             self.request_ms.observe(elapsed_ms)
             for r in results:
                 self.stages[r["stage"]] += 1
+                if "messages" in r:  # a conversation's result
+                    self.conversations += 1
+                    self.messages_scanned += r["scanned"]
+                    if r.get("decision") == "block":
+                        self.blocks_by_role[r["driver"]["role"]] += 1
             for stage, ms in results[0]["timings_ms"].items():
                 if stage != "total":
                     self.stage_ms.setdefault(stage, _Histogram()).observe(ms)
@@ -68,9 +76,22 @@ class ServiceMetrics:
                 "# HELP gatebench_requests_total Scoring requests answered.",
                 "# TYPE gatebench_requests_total counter",
                 f"gatebench_requests_total {self.requests}",
-                "# HELP gatebench_texts_total Texts scored.",
+                "# HELP gatebench_texts_total Texts and conversations scored.",
                 "# TYPE gatebench_texts_total counter",
                 f"gatebench_texts_total {self.texts}",
+                "# HELP gatebench_conversations_total Conversations scored.",
+                "# TYPE gatebench_conversations_total counter",
+                f"gatebench_conversations_total {self.conversations}",
+                "# HELP gatebench_messages_scanned_total Messages of conversations scanned.",
+                "# TYPE gatebench_messages_scanned_total counter",
+                f"gatebench_messages_scanned_total {self.messages_scanned}",
+                "# HELP gatebench_conversation_blocks_total Conversations blocked, by the role "
+                "of the message that drove the score.",
+                "# TYPE gatebench_conversation_blocks_total counter",
+                *(
+                    f'gatebench_conversation_blocks_total{{role="{r}"}} {n}'
+                    for r, n in sorted(self.blocks_by_role.items())
+                ),
                 "# HELP gatebench_errors_total Requests refused, by HTTP status.",
                 "# TYPE gatebench_errors_total counter",
                 *(
