@@ -119,3 +119,24 @@ def test_metrics_count_conversations_and_the_role_that_blocked(server: ServerThr
     assert scanned == 3  # two in the first conversation, one in the second
     key = 'gatebench_conversation_blocks_total{role="tool"}'
     assert after[key] - before.get(key, 0.0) == 1
+
+
+def test_openapi_declares_the_results_each_example_gets(server: ServerThread) -> None:
+    doc = httpx.get(server.url + "/openapi.json").json()
+    op = doc["paths"]["/v1/score"]["post"]
+    assert {"200", "400", "413", "422"} <= set(op["responses"])
+    single, batch = op["responses"]["200"]["content"]["application/json"]["schema"]["oneOf"]
+    text_result, conversation_result = single["allOf"][1]["oneOf"]
+    examples = op["requestBody"]["content"]["application/json"]["examples"]
+    for name, shape in (("text", text_result), ("messages", conversation_result)):
+        body = _post(server, examples[name]["value"]).json()
+        assert set(shape["required"]) <= set(body), name
+        assert {"threshold", "elapsed_ms"} <= set(body)
+    results = _post(server, examples["conversations"]["value"]).json()
+    assert set(batch["required"]) <= set(results)
+    for r in results["results"]:
+        assert set(conversation_result["required"]) <= set(r)
+        for m in r["messages"]:
+            assert set(conversation_result["properties"]["messages"]["items"]["required"]) <= set(m)
+    refused = _post(server, {"messages": []})
+    assert refused.status_code == 422 and set(refused.json()) == {"detail"}

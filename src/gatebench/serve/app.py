@@ -24,7 +24,7 @@ from gatebench.conversation import ConversationError, plan_scan, pool_scan
 from gatebench.serve.batcher import MicroBatcher
 from gatebench.serve.metrics import ServiceMetrics
 from gatebench.serve.model import ServedModel, ServeSettings
-from gatebench.serve.openapi import score_request_body
+from gatebench.serve.openapi import score_request_body, score_responses
 from gatebench.serve.validation import (
     BadRequest,
     ScoreRequest,
@@ -121,7 +121,10 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
     @app.post(
         "/v1/score",
         summary="Score a text, a conversation, or a batch of either",
-        openapi_extra={"requestBody": score_request_body(settings)},
+        openapi_extra={
+            "requestBody": score_request_body(settings),
+            "responses": score_responses(),
+        },
     )
     async def score(request: Request) -> JSONResponse:
         """Body ``{"text": ...}``, ``{"texts": [...]}``, ``{"messages": [...]}`` or

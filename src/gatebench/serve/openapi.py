@@ -13,7 +13,7 @@ from gatebench.conversation import ROLES
 from gatebench.conversation.messages import ROLE_ALIASES, TEXT_PARTS
 from gatebench.serve.model import ServeSettings
 
-__all__ = ["EXAMPLES", "score_request_body"]
+__all__ = ["EXAMPLES", "score_request_body", "score_responses"]
 
 _CONVERSATION = [
     {"role": "system", "content": "You are an email assistant."},
@@ -146,4 +146,112 @@ def score_request_body(settings: ServeSettings) -> dict[str, Any]:
         "required": True,
         "description": f"UTF-8 JSON, at most {settings.max_body_bytes:,} bytes.",
         "content": {"application/json": {"schema": {"oneOf": shapes}, "examples": EXAMPLES}},
+    }
+
+
+_WINDOW = {
+    "type": "object",
+    "description": "The window that drove a score: its number, its characters, and how many "
+    "windows the text was cut into.",
+    "properties": {k: {"type": "integer"} for k in ("index", "start", "end", "n_windows")},
+}
+_TIMINGS = {
+    "type": "object",
+    "additionalProperties": {"type": "number"},
+    "description": "Milliseconds per cascade stage, and the total.",
+}
+_TEXT_RESULT = {
+    "title": "A text's result",
+    "type": "object",
+    "properties": {
+        "score": {"type": "number", "description": "P(attack), max-pooled over windows."},
+        "decision": {"type": "string", "enum": ["block", "allow"]},
+        "stage": {"type": "string", "description": "The cascade stage that decided."},
+        "chunk": {"type": "object", "description": "The window that drove the score."},
+        "timings_ms": _TIMINGS,
+    },
+    "required": ["score", "decision", "stage", "chunk", "timings_ms"],
+}
+_MESSAGE_RESULT = {
+    "type": "object",
+    "properties": {
+        "index": {"type": "integer"},
+        "role": {"type": "string"},
+        "scanned": {"type": "boolean"},
+        "score": {"type": ["number", "null"], "description": "As the message scored alone."},
+        "decision": {"type": "string", "enum": ["block", "allow"]},
+        "window": _WINDOW,
+        "skipped": {"type": "string", "enum": ["role", "empty"]},
+    },
+    "required": ["index", "role", "scanned", "score"],
+}
+_CONVERSATION_RESULT = {
+    "title": "A conversation's result",
+    "type": "object",
+    "properties": {
+        "score": {"type": "number", "description": "The maximum over the scanned windows."},
+        "decision": {"type": "string", "enum": ["block", "allow"]},
+        "stage": {"type": "string"},
+        "driver": {
+            "type": "object",
+            "description": "The message (and, for a border window, the next one) that drove "
+            "the score, its role, the threat that role stands for, and the window.",
+            "properties": {
+                "message": {"type": "integer"},
+                "role": {"type": "string"},
+                "threat": {"type": "string"},
+                "window": _WINDOW,
+                "spans_to": {"type": ["integer", "null"]},
+            },
+        },
+        "messages": {"type": "array", "items": _MESSAGE_RESULT},
+        "borders": {
+            "type": "array",
+            "description": "Each border window's messages and score.",
+            "items": {"type": "object"},
+        },
+        "scanned": {"type": "integer"},
+        "skipped": {"type": "integer"},
+        "ignored_parts": {"type": "integer", "description": "Content parts without text."},
+        "policy": {"type": "object", "description": "The roles scanned, and span_adjacent."},
+        "timings_ms": _TIMINGS,
+    },
+    "required": ["score", "decision", "stage", "driver", "messages", "scanned", "policy"],
+}
+
+
+def score_responses() -> dict[str, Any]:
+    """The OpenAPI ``responses`` of ``POST /v1/score``: a result, or a batch of them.
+
+    Every response also carries ``threshold`` (the model's operating point)
+    and ``elapsed_ms``; a batch puts its results, in request order, under
+    ``results``.
+    """
+    one = {"oneOf": [_TEXT_RESULT, _CONVERSATION_RESULT]}
+    common = {"threshold": {"type": "number"}, "elapsed_ms": {"type": "number"}}
+    batch = {
+        "title": "A batch's results",
+        "type": "object",
+        "properties": {**common, "results": {"type": "array", "items": one}},
+        "required": ["threshold", "elapsed_ms", "results"],
+    }
+    single = {"allOf": [{"type": "object", "properties": common}, one]}
+    error = {
+        "description": "The request was refused; detail says what was wrong and how to fix it.",
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"detail": {"type": "string"}},
+                    "required": ["detail"],
+                }
+            }
+        },
+    }
+    return {
+        "200": {
+            "description": "The score and decision of each text or conversation.",
+            "content": {"application/json": {"schema": {"oneOf": [single, batch]}}},
+        },
+        **{str(code): error for code in (400, 401, 408, 413, 415, 422)},
     }
