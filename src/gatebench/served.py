@@ -56,6 +56,10 @@ class ServeSettings(BaseModel):
     span_adjacent: bool = True
     #: Messages in one conversation; more get 413.
     max_messages: int = Field(1000, ge=1)
+    #: Windows one request's conversations may need scored; more get 413. Many short
+    #: messages fit in a small body but each costs a window, so the body limit alone
+    #: would let one request hold the scorer for minutes.
+    max_windows: int = Field(4096, ge=1)
 
     @field_validator("scan_roles")
     @classmethod

@@ -69,6 +69,11 @@ def test_stage_and_timings_are_reported(server: ServerThread) -> None:
         ({"conversations": []}, 422, "send at least one conversation"),
         ({"conversations": [CHAT, "x"]}, 422, "conversations[1] must be a list"),
         ({"conversations": [CHAT] * 1001}, 413, "batch of 1,001 conversations"),
+        (
+            {"conversations": [[{"role": "user", "content": "hi"}] * 900] * 5},
+            413,
+            "need 8,995 windows scored; the limit is 4,096",
+        ),
     ],
 )
 def test_hostile_conversations_get_4xx_and_the_server_stays_up(

@@ -198,6 +198,10 @@ def serve(
     max_messages: Annotated[
         int, typer.Option(min=1, help="Most messages in one conversation (413 above).")
     ] = 1000,
+    max_windows: Annotated[
+        int,
+        typer.Option(min=1, help="Most windows one request's conversations need (413 above)."),
+    ] = 4096,
 ) -> None:
     """Serve a model over HTTP: /v1/score, /v1/info, /healthz, /metrics, /openapi.json.
 
@@ -215,6 +219,7 @@ def serve(
             scan_roles=policy.roles,
             span_adjacent=policy.span_adjacent,
             max_messages=max_messages,
+            max_windows=max_windows,
             max_body_bytes=max_body_bytes,
             max_batch=max_batch,
             max_text_chars=max_text_chars,

@@ -104,6 +104,14 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
             ]
         except ConversationError as exc:
             raise BadRequest(422, str(exc)) from None
+        windows = sum(len(p.windows) for p in plans)
+        if windows > settings.max_windows:
+            raise BadRequest(
+                413,
+                f"the conversations need {windows:,} windows scored; the limit is "
+                f"{settings.max_windows:,} (send fewer messages per request, "
+                "or start the server with a larger --max-windows)",
+            )
         # Windows are at most chunk_chars long, so each is scored whole, and
         # they share the micro-batcher with plain texts.
         scored = await batcher.score([w.text for p in plans for w in p.windows])
