@@ -16,7 +16,13 @@ from gatebench.conversation.messages import (
     parse_conversation,
 )
 from gatebench.conversation.policy import DEFAULT_SCAN_ROLES, ScanPolicy
-from gatebench.conversation.scan import ScanPlan, plan_scan, pool_scan, score_conversations
+from gatebench.conversation.scan import (
+    ScanPlan,
+    plan_scan,
+    pool_plans,
+    pool_scan,
+    score_conversations,
+)
 
 __all__ = [
     "DEFAULT_SCAN_ROLES",
@@ -28,6 +34,7 @@ __all__ = [
     "ScanPolicy",
     "parse_conversation",
     "plan_scan",
+    "pool_plans",
     "pool_scan",
     "score_conversations",
 ]

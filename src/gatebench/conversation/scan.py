@@ -24,7 +24,15 @@ from gatebench.chunking import chunk_spans
 from gatebench.conversation.messages import Conversation, ConversationError
 from gatebench.conversation.policy import THREATS, ScanPolicy
 
-__all__ = ["BORDER_JOIN", "ScanPlan", "Window", "plan_scan", "pool_scan", "score_conversations"]
+__all__ = [
+    "BORDER_JOIN",
+    "ScanPlan",
+    "Window",
+    "plan_scan",
+    "pool_plans",
+    "pool_scan",
+    "score_conversations",
+]
 
 #: What joins the two halves of a border window: a message break reads as a line break.
 BORDER_JOIN = "\n"
@@ -186,6 +194,21 @@ def pool_scan(
     }
 
 
+def pool_plans(
+    plans: Sequence[ScanPlan],
+    scores: Sequence[float] | np.ndarray,
+    stages: Sequence[str],
+    threshold: float | None,
+) -> list[dict[str, Any]]:
+    """:func:`pool_scan` for each plan, given every plan's window scores end to end."""
+    out, k = [], 0
+    for p in plans:
+        m = len(p.windows)
+        out.append(pool_scan(p, scores[k : k + m], stages[k : k + m], threshold))
+        k += m
+    return out
+
+
 def score_conversations(
     conversations: Sequence[Conversation],
     policy: ScanPolicy,
@@ -214,13 +237,8 @@ def score_conversations(
         plan_scan(c, policy, size=size, overlap=overlap, where=f"conversations[{n}]")
         for n, c in enumerate(conversations)
     ]
-    texts = [w.text for p in plans for w in p.windows]
-    scores, stages, stage_ms = score_windows(texts)
-    out, k = [], 0
-    for p in plans:
-        m = len(p.windows)
-        result = pool_scan(p, scores[k : k + m], stages[k : k + m], threshold)
+    scores, stages, stage_ms = score_windows([w.text for p in plans for w in p.windows])
+    out = pool_plans(plans, scores, stages, threshold)
+    for result in out:
         result["timings_ms"] = stage_ms
-        out.append(result)
-        k += m
     return out

@@ -61,6 +61,8 @@ from gatebench.served import ServeSettings
 __all__ = ["DEFAULT_HEADS", "STYLE_FEATURES", "Gate"]
 
 DEFAULT_HEADS: tuple[str, ...] = tuple(HEAD_TYPES)
+#: The service's window geometry, so a conversation scores here as it does when served.
+_WINDOWS = ServeSettings()
 
 
 class Gate:
@@ -397,13 +399,12 @@ class Gate:
             for n, c in enumerate(conversations)
         ]
         chosen = policy if isinstance(policy, ScanPolicy) else ScanPolicy.parse(policy)
-        geometry = ServeSettings()
         return score_conversations(
             checked,
             chosen,
             self.score_stages,
-            size=geometry.chunk_chars,
-            overlap=geometry.chunk_overlap,
+            size=_WINDOWS.chunk_chars,
+            overlap=_WINDOWS.chunk_overlap,
             threshold=self.threshold,
         )
 

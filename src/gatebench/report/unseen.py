@@ -10,6 +10,7 @@ run's report draws them) and the overlap that was set aside follow.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,16 @@ def draw_gap(data: dict[str, Any], title: str) -> Figure:
     return fig
 
 
+def _forest(
+    rows: list[dict[str, Any]], draw: Callable[[dict[str, Any]], Figure], prefix: str, what: str
+) -> Markup | None:
+    """A never-seen forest plot of ``rows`` as inline SVG, or None when there is no row."""
+    if not rows:
+        return None
+    alt = f"Forest plot of the primary metric for {len(rows)} {what}, never seen"
+    return Markup(inline_svg(figure_svg(draw({"rows": rows})), prefix=prefix, alt=alt))
+
+
 def render_unseen(out_dir: Path, result: UnseenResult | None = None) -> Path:
     """Write ``out_dir/report.html`` for an evaluation written by ``gatebench evaluate``."""
     result = result or UnseenResult.read(out_dir / "result.json")
@@ -89,20 +100,8 @@ def render_unseen(out_dir: Path, result: UnseenResult | None = None) -> Path:
         "and on never-seen sets"
     )
     svg = Markup(inline_svg(figure_svg(figure), prefix="gap", alt=alt))
-    languages = None
-    rows = forest_rows(result.by_language)
-    if rows:
-        alt = f"Forest plot of the primary metric for {len(rows)} prompt languages, never seen"
-        languages = Markup(
-            inline_svg(figure_svg(draw_languages({"rows": rows})), prefix="lang", alt=alt)
-        )
-    positions = None
-    placed = position_rows(result.by_position)
-    if placed:
-        alt = f"Forest plot of the primary metric for {len(placed)} input positions, never seen"
-        positions = Markup(
-            inline_svg(figure_svg(draw_positions({"rows": placed})), prefix="pos", alt=alt)
-        )
+    languages = _forest(forest_rows(result.by_language), draw_languages, "lang", "prompt languages")
+    positions = _forest(position_rows(result.by_position), draw_positions, "pos", "input positions")
     template = _environment().get_template("unseen.html.j2")
     html = template.render(
         r=result,

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from gatebench.conversation import ConversationError, plan_scan, pool_scan
+from gatebench.conversation import ConversationError, plan_scan, pool_plans
 from gatebench.serve.batcher import MicroBatcher
 from gatebench.serve.metrics import ServiceMetrics
 from gatebench.serve.model import ServedModel, ServeSettings
@@ -115,15 +115,11 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
         # Windows are at most chunk_chars long, so each is scored whole, and
         # they share the micro-batcher with plain texts.
         scored = await batcher.score([w.text for p in plans for w in p.windows])
-        out, k = [], 0
-        for p in plans:
-            part = scored[k : k + len(p.windows)]
-            result = pool_scan(
-                p, [r["score"] for r in part], [r["stage"] for r in part], model.threshold
-            )
-            result["timings_ms"] = part[0]["timings_ms"]
-            out.append(result)
-            k += len(p.windows)
+        out = pool_plans(
+            plans, [r["score"] for r in scored], [r["stage"] for r in scored], model.threshold
+        )
+        for result in out:
+            result["timings_ms"] = scored[0]["timings_ms"]
         return out
 
     @app.post(

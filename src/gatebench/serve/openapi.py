@@ -155,6 +155,7 @@ _WINDOW = {
     "windows the text was cut into.",
     "properties": {k: {"type": "integer"} for k in ("index", "start", "end", "n_windows")},
 }
+_DECISION = {"type": "string", "enum": ["block", "allow"]}
 _TIMINGS = {
     "type": "object",
     "additionalProperties": {"type": "number"},
@@ -165,7 +166,7 @@ _TEXT_RESULT = {
     "type": "object",
     "properties": {
         "score": {"type": "number", "description": "P(attack), max-pooled over windows."},
-        "decision": {"type": "string", "enum": ["block", "allow"]},
+        "decision": _DECISION,
         "stage": {"type": "string", "description": "The cascade stage that decided."},
         "chunk": {"type": "object", "description": "The window that drove the score."},
         "timings_ms": _TIMINGS,
@@ -179,7 +180,7 @@ _MESSAGE_RESULT = {
         "role": {"type": "string"},
         "scanned": {"type": "boolean"},
         "score": {"type": ["number", "null"], "description": "As the message scored alone."},
-        "decision": {"type": "string", "enum": ["block", "allow"]},
+        "decision": _DECISION,
         "window": _WINDOW,
         "skipped": {"type": "string", "enum": ["role", "empty"]},
     },
@@ -190,7 +191,7 @@ _CONVERSATION_RESULT = {
     "type": "object",
     "properties": {
         "score": {"type": "number", "description": "The maximum over the scanned windows."},
-        "decision": {"type": "string", "enum": ["block", "allow"]},
+        "decision": _DECISION,
         "stage": {"type": "string"},
         "driver": {
             "type": "object",
