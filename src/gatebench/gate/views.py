@@ -1,7 +1,8 @@
 """Per-text representations shared by the heads: computed once, sliced by row.
 
 A :class:`Views` holds, for one list of texts, the hashed character and word
-n-gram counts, the static embedding and the handcrafted features. The heads
+n-gram counts, the static embedding, the handcrafted features and, when a
+head reads it, the multilingual sentence embedding. The heads
 and the combiner's inner cross-fit only ever slice it, which is what keeps
 the cross-fit cheap: no text is featurised twice within a fit.
 """
@@ -18,6 +19,7 @@ import scipy.sparse as sp
 from gatebench.gate._ngrams import char_ngram_counts, word_ngram_counts
 from gatebench.gate.cache import VectorCache
 from gatebench.gate.features import FEATURE_NAMES, handcrafted_features
+from gatebench.gate.multilingual import MultilingualEncoder
 from gatebench.gate.static_embed import StaticEmbedder
 from gatebench.text import text_hash
 
@@ -37,6 +39,8 @@ class Views:
     features: np.ndarray
     #: MiniLM sentence embeddings; filled only where the deferred stage needs them.
     minilm: np.ndarray | None = None
+    #: Multilingual sentence embeddings; filled only when a head reads them.
+    multilingual: np.ndarray | None = None
     #: :func:`text_keys` of ``texts``, computed on first use.
     keys: np.ndarray | None = None
 
@@ -58,6 +62,7 @@ class Views:
             static=self.static[idx],
             features=self.features[idx],
             minilm=None if self.minilm is None else self.minilm[idx],
+            multilingual=None if self.multilingual is None else self.multilingual[idx],
             keys=None if self.keys is None else self.keys[idx],
         )
 
@@ -82,8 +87,10 @@ class Featurizer:
     char_features, word_features : int
         Hash buckets of each n-gram family.
     cache_dir : path or None
-        Static embeddings and handcrafted features are cached here by text
-        hash; ``None`` disables the cache (serving does not need it).
+        Embeddings and handcrafted features are cached here by text hash;
+        ``None`` disables the cache (serving does not need it).
+    multilingual : MultilingualEncoder, optional
+        Fills :attr:`Views.multilingual`; left out, that view stays empty.
     """
 
     def __init__(
@@ -95,20 +102,25 @@ class Featurizer:
         char_features: int = 1 << 20,
         word_features: int = 1 << 20,
         cache_dir: Path | str | None = None,
+        multilingual: MultilingualEncoder | None = None,
     ) -> None:
         self.embedder = embedder
+        self.multilingual = multilingual
         self.char_ngrams = (int(char_ngrams[0]), int(char_ngrams[1]))
         self.word_ngrams = (int(word_ngrams[0]), int(word_ngrams[1]))
         self.char_features = int(char_features)
         self.word_features = int(word_features)
         self._static_cache: VectorCache | None = None
         self._feature_cache: VectorCache | None = None
+        self._multilingual_cache: VectorCache | None = None
         if cache_dir is not None:
             key = embedder.fingerprint()
             self._static_cache = VectorCache(cache_dir, f"static-{key}")
             self._feature_cache = VectorCache(
                 cache_dir, f"features-v{FEATURES_VERSION}-{len(FEATURE_NAMES)}"
             )
+            if multilingual is not None:
+                self._multilingual_cache = VectorCache(cache_dir, multilingual.fingerprint())
 
     def static(self, texts: Sequence[str]) -> np.ndarray:
         """Static embeddings, through the cache when there is one."""
@@ -122,6 +134,17 @@ class Featurizer:
             return handcrafted_features(texts)
         return self._feature_cache.get_or_compute(texts, handcrafted_features)
 
+    def multilingual_vectors(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Multilingual embeddings (through the cache when there is one), or ``None``."""
+        enc = self.multilingual
+        if enc is None:
+            return None
+        if self._multilingual_cache is None or not texts:
+            return enc.encode(texts).reshape(len(texts), enc.dims)
+        return self._multilingual_cache.get_or_compute(texts, enc.encode).reshape(
+            len(texts), enc.dims
+        )
+
     def without_cache(self) -> Featurizer:
         """The same featurizer with no disk cache (for derived texts such as windows)."""
         return Featurizer(
@@ -130,6 +153,7 @@ class Featurizer:
             word_ngrams=self.word_ngrams,
             char_features=self.char_features,
             word_features=self.word_features,
+            multilingual=self.multilingual,
         )
 
     def __call__(self, texts: Sequence[str]) -> Views:
@@ -140,4 +164,5 @@ class Featurizer:
             word=word_ngram_counts(texts, self.word_ngrams, self.word_features),
             static=self.static(texts).reshape(len(texts), self.embedder.dims),
             features=self.features(texts).reshape(len(texts), len(FEATURE_NAMES)),
+            multilingual=self.multilingual_vectors(texts),
         )
