@@ -3,7 +3,7 @@
 Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/bench_gate.py \
-        [--model DIR] [--runs 3] [--n-single 500] [--n-batch 2000]
+        [--model DIR] [--param KEY=JSON ...] [--runs 3] [--n-single 500] [--n-batch 2000]
 
 Without ``--model`` it trains Gate once (seed 0) on 80% of the default trace's
 prompts and saves it under ``.cache/gatebench/bench-gate-model``; the texts
@@ -13,7 +13,9 @@ texts would be wrong twice over: they score more confidently in some heads
 routed to the deferred stage, and with it the latency, is not the share unseen
 traffic gets. ``--model`` takes a ``gatebench train`` directory (or a bare
 Gate directory); then the texts come from the same 20% sample, which that
-model may have seen. Each figure is the median over ``--runs`` fresh
+model may have seen. ``--param`` trains the model with those Gate parameters
+instead (for example an opt-in head), in a directory of its own named after
+them, on the same 80%. Each figure is the median over ``--runs`` fresh
 processes (load and RSS) or repeated passes (latency, throughput).
 """
 
@@ -63,14 +65,16 @@ def _gate_dir(path: Path) -> Path | None:
     return None
 
 
-def _ensure_model(path: Path, train: pd.DataFrame, trace_id: str) -> Path:
+def _ensure_model(
+    path: Path, train: pd.DataFrame, trace_id: str, params: dict | None = None
+) -> Path:
     found = _gate_dir(path)
     if found is not None:
         return found
     from gatebench.gate.commands import train_model
 
     t0 = time.perf_counter()
-    summary = train_model(train, path, seed=0, trace_id=trace_id, folds=0)
+    summary = train_model(train, path, seed=0, trace_id=trace_id, folds=0, params=params)
     print(f"trained bench model in {time.perf_counter() - t0:.0f} s: {summary['model_dir']}")
     found = _gate_dir(path)
     assert found is not None
@@ -93,6 +97,7 @@ def _child(model: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=None)
+    ap.add_argument("--param", action="append", default=[], help="Gate parameter KEY=JSON")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--n-single", type=int, default=500)
     ap.add_argument("--n-batch", type=int, default=2000)
@@ -102,8 +107,15 @@ def main() -> None:
         _child(args.child)
         return
 
+    params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
+    default = DEFAULT_MODEL
+    if params:
+        import hashlib
+
+        key = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:10]
+        default = DEFAULT_MODEL.with_name(f"{DEFAULT_MODEL.name}-{key}")
     train, held, trace_id = _split()
-    model = _ensure_model(args.model or DEFAULT_MODEL, train, trace_id)
+    model = _ensure_model(args.model or default, train, trace_id, params or None)
     single = _texts(held, args.n_single, seed=1)
     batch = _texts(held, args.n_batch, seed=2)
 
@@ -163,6 +175,7 @@ def main() -> None:
         "n_batch": len(batch),
         "texts": "held-out 20% of the default trace's prompts (seed 0)",
         "loadavg_1min": os.getloadavg()[0],
+        "params": params,
     }
     print(json.dumps(result, indent=2))
 
