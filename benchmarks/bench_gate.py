@@ -90,8 +90,23 @@ def _child(model: str) -> None:
     load_s = time.perf_counter() - t0
     texts = json.loads(sys.stdin.read())
     gate.score(texts)
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"load_s": load_s, "rss_mb": rss_mb}))
+    print(json.dumps({"load_s": load_s, "rss_mb": _peak_rss_mb()}))
+
+
+def _peak_rss_mb() -> float:
+    """This process's own peak RSS.
+
+    ``ru_maxrss`` is not it on Linux: exec keeps the high-water mark of the
+    forked copy of the parent, so a child started by a parent that had just
+    trained a model reports the parent's size. ``VmHWM`` belongs to the new
+    address space alone.
+    """
+    status = Path("/proc/self/status")
+    if status.is_file():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main() -> None:
