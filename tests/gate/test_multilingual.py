@@ -111,6 +111,12 @@ def test_gate_stacks_the_head_and_reloads_it(multilingual_gate, make_data, tmp_p
     }
     again = Gate.load(tmp_path / "m")
     assert again.multilingual_chars == 300
+    # Saved again before it has read a text, it still records the encoder it needs.
+    again.save(tmp_path / "m2")
+    assert (
+        json.loads((tmp_path / "m2" / "gate.json").read_text())["multilingual"]
+        == meta["multilingual"]
+    )
     assert np.array_equal(again.score(test_texts), p)
 
 

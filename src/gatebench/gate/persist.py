@@ -119,9 +119,8 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "multilingual": None,
         "fit_info": gate.fit_info,
     }
-    featurizer = gate._featurizer
-    if featurizer is not None and featurizer.multilingual is not None:
-        enc = featurizer.multilingual
+    if "multilingual" in gate.heads:
+        enc = MultilingualEncoder(max_chars=gate.multilingual_chars)
         meta["multilingual"] = {"max_chars": enc.max_chars, "fingerprint": enc.fingerprint()}
     comb = gate.sentence_combiner
     if comb is not None and gate._encoder is not None:

@@ -15,14 +15,14 @@ The heads differ in representation *and* model family on purpose: the
 combiner gains only where they disagree (paper §2.8, head agreement).
 
 Every head exposes the detector protocol (``fit(texts, labels, *, valid)``,
-``score(texts)`   ` giving P(attack)) and a lower-level interface on
+``score(texts)`` giving P(attack)) and a lower-level interface on
 precomputed :class:`~gatebench.gate.views.Views` that :class:`Gate` uses:
-``fit_x``, ``de   cision_x`` (one raw margin per row) and ``meta_x`` (the
+``fit_x``, ``decision_x`` (one raw margin per row) and ``meta_x`` (the
 columns the combiner sees). ``score`` maps the margin through a Platt
 sigmoid, fitted on out-of-fold margins inside Gate and on ``valid`` when a
 head is used alone. Every head's state round-trips through one flat
 dictionary of JSON-able values and named arrays (``get_state`` and
-``from_state``,    :mod:`gatebench.gate.heads.base`), never a pickled object.
+``from_state``, :mod:`gatebench.gate.heads.base`), never a pickled object.
 
 One module per head; this package maps head names to their classes.
 """
