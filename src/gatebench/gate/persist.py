@@ -39,7 +39,7 @@ from gatebench.errors import DetectorError
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
-from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES, Head
+from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES, Head, MultilingualHead
 from gatebench.gate.judge import LLMJudge
 from gatebench.gate.multilingual import MultilingualEncoder
 from gatebench.gate.static_embed import StaticEmbedder
@@ -119,7 +119,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "multilingual": None,
         "fit_info": gate.fit_info,
     }
-    if "multilingual" in gate.heads:
+    if MultilingualHead.name in gate.heads:
         enc = MultilingualEncoder(max_chars=gate.multilingual_chars)
         meta["multilingual"] = {"max_chars": enc.max_chars, "fingerprint": enc.fingerprint()}
     comb = gate.sentence_combiner

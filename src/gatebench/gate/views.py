@@ -140,10 +140,10 @@ class Featurizer:
         if enc is None:
             return None
         if self._multilingual_cache is None or not texts:
-            return enc.encode(texts).reshape(len(texts), enc.dims)
-        return self._multilingual_cache.get_or_compute(texts, enc.encode).reshape(
-            len(texts), enc.dims
-        )
+            vectors = enc.encode(texts)
+        else:
+            vectors = self._multilingual_cache.get_or_compute(texts, enc.encode)
+        return vectors.reshape(len(texts), enc.dims)
 
     def without_cache(self) -> Featurizer:
         """The same featurizer with no disk cache (for derived texts such as windows)."""

@@ -9,7 +9,6 @@ in an unseen script is read for what it asks rather than for its script.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -30,14 +29,10 @@ class MultilingualHead(EmbedHead):
 
     name = "multilingual"
     view = "multilingual"
-    settings = ("seed", "C")
 
     def __init__(self, *, seed: int = 0, C: float = 1.0) -> None:  # noqa: N803
         super().__init__(seed=seed, C=C)
         self.encoder: MultilingualEncoder | None = None
-
-    def represent(self, texts: Sequence[str]) -> Any:
-        return self.embed(texts)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """The multilingual embedding matrix of ``texts``."""
