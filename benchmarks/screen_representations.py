@@ -7,6 +7,8 @@ FPR <= 1% on an inner 15% of them, and scores the held-out source by its
 primary metric (chunks max-pooled to prompts), exactly as
 ``bench_generalisation.py --mode lodo`` does for a detector. It reports LODO
 macro, the sources below 0.5 and the held-out AUC of the mixed sources.
+``--model mlp`` fits Gate's perceptron head (:class:`gatebench.gate.heads.MLPHead`,
+one ReLU layer of 256) on the same vectors instead of the logistic regression.
 
 Representations: ``static`` (the distilled MiniLM table Gate's fast path
 reads), ``multilingual`` (USE multilingual v3, Gate's opt-in head), or both
@@ -14,13 +16,14 @@ side by side (``static+multilingual``). Vectors are read through Gate's
 embedding cache. Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_representations.py \
-        static multilingual static+multilingual
+        static multilingual static+multilingual [--model mlp]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -43,8 +46,22 @@ def _vectors(name: str, texts: list[str]) -> np.ndarray:
     raise SystemExit(f"unknown representation {name!r}: use static, multilingual or both with +")
 
 
-def _lodo(frame: pd.DataFrame, x: np.ndarray, c: float) -> dict[str, tuple[float, float | None]]:
+def _fit(x: np.ndarray, y: np.ndarray, model: str, c: float) -> Callable[[np.ndarray], np.ndarray]:
+    """A fitted scorer of rows of ``x`` that gives P(attack)-like scores in [0, 1]."""
+    if model == "mlp":
+        from gatebench.gate.heads import MLPHead, sigmoid
+
+        head = MLPHead(seed=0).fit_x(x, y)
+        return lambda rows: sigmoid(head.decision_x(rows))
     from sklearn.linear_model import LogisticRegression
+
+    lr = LogisticRegression(C=c, max_iter=2000).fit(x, y)
+    return lambda rows: lr.predict_proba(rows)[:, 1]
+
+
+def _lodo(
+    frame: pd.DataFrame, x: np.ndarray, model: str, c: float
+) -> dict[str, tuple[float, float | None]]:
     from sklearn.metrics import roc_auc_score
 
     from gatebench.seeding import child_seed
@@ -59,15 +76,14 @@ def _lodo(frame: pd.DataFrame, x: np.ndarray, c: float) -> dict[str, tuple[float
         tr, va = inner_split(
             y[train], valid_fraction=0.15, seed=child_seed(20260527, "inner", source)
         )
-        model = LogisticRegression(C=c, max_iter=2000).fit(x[train[tr]], y[train[tr]])
-        p_valid = model.predict_proba(x[train[va]])[:, 1]
-        theta = select_operating_point(y[train[va]], p_valid, max_fpr=0.01).threshold
+        prob = _fit(x[train[tr]], y[train[tr]], model, c)
+        theta = select_operating_point(y[train[va]], prob(x[train[va]]), max_fpr=0.01).threshold
         scored = (
             pd.DataFrame(
                 {
                     "id": frame["sample_id"][held],
                     "y": y[held],
-                    "s": model.predict_proba(x[held])[:, 1],
+                    "s": prob(x[held]),
                 }
             )
             .groupby("id")
@@ -82,7 +98,8 @@ def _lodo(frame: pd.DataFrame, x: np.ndarray, c: float) -> dict[str, tuple[float
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("representations", nargs="+")
-    ap.add_argument("--C", type=float, default=1.0, help="inverse L2 strength")
+    ap.add_argument("--C", type=float, default=1.0, help="inverse L2 strength (lr)")
+    ap.add_argument("--model", choices=("lr", "mlp"), default="lr")
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -95,11 +112,12 @@ def main() -> None:
     texts = frame["text"].tolist()
     for rep in args.representations:
         x = np.hstack([_vectors(part, texts) for part in rep.split("+")])
-        result = _lodo(frame, x, args.C)
+        result = _lodo(frame, x, args.model, args.C)
         values = [v for v, _ in result.values()]
         below = sorted(s for s, (v, _) in result.items() if v < 0.5)
         aucs = ", ".join(f"{s} {a:.3f}" for s, (_, a) in result.items() if a is not None)
-        print(f"{rep}: LODO macro {np.mean(values):.3f}, {len(below)} below 0.5 | AUC {aucs}")
+        macro = f"LODO macro {np.mean(values):.3f}, {len(below)} below 0.5"
+        print(f"{rep} ({args.model}): {macro} | AUC {aucs}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Gate's classifier heads: six detectors, each usable on its own.
+"""Gate's classifier heads: seven detectors, each usable on its own.
 
 ================  ==========================================  ==============================
 head              representation                              model
@@ -6,6 +6,7 @@ head              representation                              model
 ``char``          hashed char 2-5-gram TF-IDF (sublinear)     logistic regression (SGD)
 ``word``          hashed word 1-2-gram binary TF-IDF          NB-SVM (linear SVM on NB ratios)
 ``embed``         static MiniLM embedding (256-d)             logistic regression
+``mlp``           static MiniLM embedding (256-d)             perceptron, one ReLU layer
 ``features``      handcrafted cues and statistics             logistic regression (scaled)
 ``neighbours``    static MiniLM embedding                     k-NN similarity to train rows
 ``multilingual``  USE multilingual v3 embedding (512-d)       logistic regression
@@ -33,6 +34,7 @@ from gatebench.gate.heads.base import Head, sigmoid
 from gatebench.gate.heads.char import CharHead
 from gatebench.gate.heads.embed import EmbedHead
 from gatebench.gate.heads.handcrafted import FeatureHead
+from gatebench.gate.heads.mlp import MLPHead
 from gatebench.gate.heads.multilingual import MultilingualHead
 from gatebench.gate.heads.neighbours import NeighbourHead
 from gatebench.gate.heads.sentence import SentenceHead, SentenceNeighbourHead
@@ -45,6 +47,7 @@ __all__ = [
     "EmbedHead",
     "FeatureHead",
     "Head",
+    "MLPHead",
     "MultilingualHead",
     "NeighbourHead",
     "SentenceHead",
@@ -55,7 +58,16 @@ __all__ = [
 
 #: Head name -> class, in the combiner's column order.
 HEAD_TYPES: dict[str, type[Head]] = {
-    h.name: h for h in (CharHead, WordHead, EmbedHead, FeatureHead, NeighbourHead, MultilingualHead)
+    h.name: h
+    for h in (
+        CharHead,
+        WordHead,
+        EmbedHead,
+        FeatureHead,
+        NeighbourHead,
+        MultilingualHead,
+        MLPHead,
+    )
 }
 #: The deferred stage's extra heads, stacked after the fast ones.
 SENTENCE_HEAD_TYPES: dict[str, type[Head]] = {
