@@ -1,13 +1,10 @@
 """The ``mlp`` head: a small perceptron on the static MiniLM sentence embedding.
 
 The same 256 numbers the ``embed`` head reads, through a hidden ReLU layer
-instead of one hyperplane. Under the leave-one-source-out rule the two
-differ sharply: logistic regression on the static embedding alone scores a
-LODO macro of 0.38 and the perceptron 0.57, as high as the character
-n-gram head (``benchmarks/RESULTS.md``). A harmful request and an injection
-are not one direction in embedding space; a linear model fits whichever
-direction the biggest training sources share, and an unseen source that
-lies elsewhere is missed.
+instead of one hyperplane. Fitted alone under the leave-one-source-out rule,
+logistic regression on the static embedding scores a LODO macro of 0.38 and
+the perceptron 0.57; stacked with the other heads it leaves Gate's LODO
+where it was, so it is opt-in (``benchmarks/RESULTS.md``).
 
 Scoring is a numpy forward pass over the stored weights (well under a
 millisecond per text); only fitting needs scikit-learn.
