@@ -29,6 +29,11 @@ import numpy as np
 import pandas as pd
 from bench_generalisation import _primary
 
+from gatebench.config import RunConfig
+
+#: The trace seed `gatebench run` and the LODO bench use, for the trace and the inner splits.
+SEED = RunConfig.model_fields["seed"].default
+
 
 def _vectors(name: str, texts: list[str]) -> np.ndarray:
     from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
@@ -73,9 +78,7 @@ def _lodo(
     for source in sorted(frame.loc[frame["role"] == "evaluation", "source"].unique()):
         held = (frame["source"] == source).to_numpy()
         train = np.flatnonzero(~held)
-        tr, va = inner_split(
-            y[train], valid_fraction=0.15, seed=child_seed(20260527, "inner", source)
-        )
+        tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(SEED, "inner", source))
         prob = _fit(x[train[tr]], y[train[tr]], model, c)
         theta = select_operating_point(y[train[va]], prob(x[train[va]]), max_fpr=0.01).threshold
         scored = (
@@ -105,7 +108,7 @@ def main() -> None:
     from gatebench.trace import TraceSpec, build_trace
 
     frame = build_trace(
-        TraceSpec(seed=20260527),  # the seed `gatebench run` and the LODO bench use
+        TraceSpec(seed=SEED),
         data_dir=os.environ.get("GATEBENCH_DATA"),
         cache_dir=".cache/gatebench",
     ).frame.reset_index(drop=True)

@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.neural_network import MLPClassifier
 
-from gatebench.gate.heads import MLPHead
+from gatebench.gate.heads import MLPHead, sigmoid
 
 
 def _xor(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -35,7 +35,7 @@ def test_forward_pass_matches_scikit_learn() -> None:
         hidden_layer_sizes=(16, 8), alpha=1e-3, early_stopping=True, max_iter=200, random_state=4
     ).fit(x, y)
     p = reference.predict_proba(x[:50])[:, 1]
-    ours = 1.0 / (1.0 + np.exp(-head.decision_x(x[:50])))
+    ours = sigmoid(head.decision_x(x[:50]))
     np.testing.assert_allclose(ours, p, rtol=0, atol=1e-5)
 
 
