@@ -1,0 +1,78 @@
+"""Side by side: several LODO files as one Markdown table, per held-out source and in summary.
+
+Every design change is judged by LODO against the default, source by
+source; writing those tables by hand invites slips. This reads the JSON-lines
+files ``bench_generalisation.py --mode lodo`` writes and prints, for each
+held-out evaluation source, its primary metric in every file (ordered by the
+first file), then the macro, the number of sources below 0.5 and the pooled
+unseen-benign FPR and unseen-attack recall at each refit's own threshold.
+A source a file lacks shows as a dash, so an interrupted run reads as one.
+
+Usage::
+
+    .venv/bin/python benchmarks/lodo_compare.py runs/lodo-gate-default.jsonl runs/other.jsonl \
+        [--labels default other]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from bench_generalisation import summarise
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _per_source(rows: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
+    return {
+        s: (v["metric"], float(v["value"]))
+        for r in rows
+        for s, v in r["per_source"].items()
+        if v["role"] == "evaluation"
+    }
+
+
+def table(files: list[Path], labels: list[str]) -> str:
+    """The Markdown table for ``files``, one column each, headed by ``labels``."""
+    runs = [_rows(p) for p in files]
+    per = [_per_source(rows) for rows in runs]
+    sums = [summarise(rows) for rows in runs]
+    order = sorted(per[0], key=lambda s: per[0][s][1])
+    order += sorted({s for p in per[1:] for s in p} - set(order))
+    lines = [
+        "| held-out source | metric | " + " | ".join(labels) + " |",
+        "|---|---|" + "---|" * len(labels),
+    ]
+    for src in order:
+        metric = next(p[src][0] for p in per if src in p)
+        cells = [f"{p[src][1]:.3f}" if src in p else "–" for p in per]
+        lines.append(f"| {src} | {metric} | " + " | ".join(cells) + " |")
+
+    def row(name: str, cells: list[str]) -> None:
+        lines.append(f"| {name} | | " + " | ".join(cells) + " |")
+
+    row("**macro**", [f"**{s['macro_evaluation_sources']:.3f}**" for s in sums])
+    row("sources below 0.5", [str(len(s["below_0.5"])) for s in sums])
+    row("unseen-benign FPR", [f"{s['unseen_benign_fpr']:.3f}" for s in sums])
+    row("unseen-attack recall", [f"{s['unseen_attack_recall']:.3f}" for s in sums])
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--labels", nargs="*", default=None, help="column names (file stems)")
+    args = parser.parse_args()
+    labels = args.labels or [p.stem for p in args.files]
+    if len(labels) != len(args.files):
+        parser.error(f"--labels names {len(labels)} columns for {len(args.files)} files")
+    print(table(args.files, labels))
+
+
+if __name__ == "__main__":
+    main()
