@@ -7,11 +7,14 @@ held-out evaluation source, its primary metric in every file (ordered by the
 first file), then the macro, the number of sources below 0.5 and the pooled
 unseen-benign FPR and unseen-attack recall at each refit's own threshold.
 A source a file lacks shows as a dash, so an interrupted run reads as one.
+A run split across processes is one column: join its files with commas.
+``--summary`` prints only the summary, one row per column: the ledger of
+every lever measured.
 
 Usage::
 
     .venv/bin/python benchmarks/lodo_compare.py runs/lodo-gate-default.jsonl runs/other.jsonl \
-        [--labels default other]
+        [--labels default other] [--summary]
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from typing import Any
 from bench_generalisation import summarise
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def _rows(paths: str) -> list[dict[str, Any]]:
+    """The refits in ``paths`` (one file, or several joined with commas)."""
+    lines = [ln for p in paths.split(",") for ln in Path(p).read_text().splitlines()]
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def _per_source(rows: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
@@ -37,7 +42,23 @@ def _per_source(rows: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
     }
 
 
-def table(files: list[Path], labels: list[str]) -> str:
+def ledger(files: list[str], labels: list[str]) -> str:
+    """The summary alone, one row per entry of ``files``."""
+    lines = [
+        "| run | refits | LODO macro | below 0.5 | unseen-benign FPR | unseen-attack recall |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, paths in zip(labels, files, strict=True):
+        s = summarise(_rows(paths))
+        lines.append(
+            f"| {label} | {s['refits']} | {s['macro_evaluation_sources']:.3f} | "
+            f"{len(s['below_0.5'])} | {s['unseen_benign_fpr']:.3f} | "
+            f"{s['unseen_attack_recall']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def table(files: list[str], labels: list[str]) -> str:
     """The Markdown table for ``files``, one column each, headed by ``labels``."""
     runs = [_rows(p) for p in files]
     per = [_per_source(rows) for rows in runs]
@@ -65,13 +86,14 @@ def table(files: list[Path], labels: list[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("files", nargs="+", help="LODO files; join a split run's with commas")
     parser.add_argument("--labels", nargs="*", default=None, help="column names (file stems)")
+    parser.add_argument("--summary", action="store_true", help="one summary row per column")
     args = parser.parse_args()
-    labels = args.labels or [p.stem for p in args.files]
+    labels = args.labels or [Path(f.split(",")[0]).stem for f in args.files]
     if len(labels) != len(args.files):
         parser.error(f"--labels names {len(labels)} columns for {len(args.files)} files")
-    print(table(args.files, labels))
+    print((ledger if args.summary else table)(args.files, labels))
 
 
 if __name__ == "__main__":
