@@ -9,7 +9,10 @@ unseen-benign FPR and unseen-attack recall at each refit's own threshold.
 A source a file lacks shows as a dash, so an interrupted run reads as one.
 A run split across processes is one column: join its files with commas.
 ``--summary`` prints only the summary, one row per column: the ledger of
-every lever measured.
+every lever measured. Its last column reads each run's pooled FPR off the
+first run's curve (its recall and FPR at the four threshold rules every
+refit records, interpolated): the recall the first run would have at that
+FPR. A run above it ranks better; one on it only moved its threshold.
 
 Usage::
 
@@ -24,6 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from bench_generalisation import summarise
 
 
@@ -42,18 +46,34 @@ def _per_source(rows: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
     }
 
 
+def curve(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled unseen-benign FPR and unseen-attack recall at each threshold rule, by FPR."""
+    n_b = np.array([r["n_benign"] for r in rows], dtype=float)
+    n_a = np.array([r["n_attack"] for r in rows], dtype=float)
+    points = []
+    for rule in rows[0]["rules"]:
+        fpr = np.array([r["rules"][rule]["fpr"] or 0.0 for r in rows])
+        recall = np.array([r["rules"][rule]["recall"] or 0.0 for r in rows])
+        points.append((fpr @ n_b / n_b.sum(), recall @ n_a / n_a.sum()))
+    fprs, recalls = np.array(sorted(points)).T
+    return fprs, recalls
+
+
 def ledger(files: list[str], labels: list[str]) -> str:
     """The summary alone, one row per entry of ``files``."""
     lines = [
-        "| run | refits | LODO macro | below 0.5 | unseen-benign FPR | unseen-attack recall |",
-        "|---|---|---|---|---|---|",
+        "| run | refits | LODO macro | below 0.5 | unseen-benign FPR | unseen-attack recall "
+        f"| {labels[0]}'s recall at that FPR |",
+        "|---|---|---|---|---|---|---|",
     ]
+    ref_fpr, ref_recall = curve(_rows(files[0]))
     for label, paths in zip(labels, files, strict=True):
         s = summarise(_rows(paths))
+        on_ref = float(np.interp(s["unseen_benign_fpr"], ref_fpr, ref_recall))
         lines.append(
             f"| {label} | {s['refits']} | {s['macro_evaluation_sources']:.3f} | "
             f"{len(s['below_0.5'])} | {s['unseen_benign_fpr']:.3f} | "
-            f"{s['unseen_attack_recall']:.3f} |"
+            f"{s['unseen_attack_recall']:.3f} | {on_ref:.3f} |"
         )
     return "\n".join(lines)
 
