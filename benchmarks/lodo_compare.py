@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from bench_generalisation import summarise
+from lodo_rules import pooled
 
 
 def _rows(paths: str) -> list[dict[str, Any]]:
@@ -46,19 +47,6 @@ def _per_source(rows: list[dict[str, Any]]) -> dict[str, tuple[str, float]]:
     }
 
 
-def curve(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-    """Pooled unseen-benign FPR and unseen-attack recall at each threshold rule, by FPR."""
-    n_b = np.array([r["n_benign"] for r in rows], dtype=float)
-    n_a = np.array([r["n_attack"] for r in rows], dtype=float)
-    points = []
-    for rule in rows[0]["rules"]:
-        fpr = np.array([r["rules"][rule]["fpr"] or 0.0 for r in rows])
-        recall = np.array([r["rules"][rule]["recall"] or 0.0 for r in rows])
-        points.append((fpr @ n_b / n_b.sum(), recall @ n_a / n_a.sum()))
-    fprs, recalls = np.array(sorted(points)).T
-    return fprs, recalls
-
-
 def ledger(files: list[str], labels: list[str]) -> str:
     """The summary alone, one row per entry of ``files``."""
     lines = [
@@ -66,9 +54,10 @@ def ledger(files: list[str], labels: list[str]) -> str:
         f"| {labels[0]}'s recall at that FPR |",
         "|---|---|---|---|---|---|---|",
     ]
-    ref_fpr, ref_recall = curve(_rows(files[0]))
-    for label, paths in zip(labels, files, strict=True):
-        s = summarise(_rows(paths))
+    runs = [_rows(p) for p in files]
+    ref_fpr, ref_recall = np.array(sorted(pooled(runs[0], rule) for rule in runs[0][0]["rules"])).T
+    for label, rows in zip(labels, runs, strict=True):
+        s = summarise(rows)
         on_ref = float(np.interp(s["unseen_benign_fpr"], ref_fpr, ref_recall))
         lines.append(
             f"| {label} | {s['refits']} | {s['macro_evaluation_sources']:.3f} | "

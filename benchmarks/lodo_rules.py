@@ -33,6 +33,15 @@ def primary(row: dict[str, Any], rule: dict[str, Any]) -> float:
     return 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
 
 
+def pooled(rows: list[dict[str, Any]], rule: str) -> tuple[float, float]:
+    """Unseen-benign FPR and unseen-attack recall over all refits at ``rule``'s thresholds."""
+    benign = [(r["rules"][rule]["fpr"], r["n_benign"]) for r in rows if r["n_benign"]]
+    attack = [(r["rules"][rule]["recall"], r["n_attack"]) for r in rows if r["n_attack"]]
+    fpr = sum(f * n for f, n in benign) / sum(n for _, n in benign)
+    recall = sum(x * n for x, n in attack) / sum(n for _, n in attack)
+    return fpr, recall
+
+
 def summarise(path: Path) -> None:
     rows = {r["held_out"]: r for r in map(json.loads, path.read_text().splitlines())}
     print(f"{path} ({len(rows)} held-out sources)")
@@ -41,12 +50,7 @@ def summarise(path: Path) -> None:
     )
     for name in next(iter(rows.values()))["rules"]:
         values = [primary(r, r["rules"][name]) for r in rows.values()]
-        benign = [(r["rules"][name]["fpr"], r["n_benign"]) for r in rows.values() if r["n_benign"]]
-        attack = [
-            (r["rules"][name]["recall"], r["n_attack"]) for r in rows.values() if r["n_attack"]
-        ]
-        fpr = sum(f * n for f, n in benign) / sum(n for _, n in benign)
-        recall = sum(x * n for x, n in attack) / sum(n for _, n in attack)
+        fpr, recall = pooled(list(rows.values()), name)
         macro, low = sum(values) / len(values), sum(v < 0.5 for v in values)
         print(f"  {name:>19} | {macro:10.3f} | {low:9d} | {fpr:17.3f} | {recall:20.3f}")
 
