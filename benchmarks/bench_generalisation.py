@@ -109,8 +109,20 @@ def _built_from(frame: pd.DataFrame, held: np.ndarray) -> np.ndarray:
     return made & (host | carry)
 
 
+def save_scores(folder: Path | None, name: str, rows: dict[str, np.ndarray]) -> None:
+    """Keep one refit's row scores (trace positions and scores) for ``lodo_blend.py``."""
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(folder / f"{name}.npz", **rows)
+
+
 def _one(
-    name: str, held_sources: tuple[str, ...], frame: pd.DataFrame, detector: str, params: dict
+    name: str,
+    held_sources: tuple[str, ...],
+    frame: pd.DataFrame,
+    detector: str,
+    params: dict,
+    scores_dir: Path | None = None,
 ) -> dict[str, Any]:
     from sklearn.metrics import roc_auc_score
 
@@ -134,6 +146,7 @@ def _one(
     theta = select_operating_point(y[iv], p_valid, max_fpr=0.01).threshold
     test = np.flatnonzero(held)
     scores = np.asarray(model.score(list(texts[test])), dtype=np.float64)
+    save_scores(scores_dir, name, {"valid": iv, "p_valid": p_valid, "test": test, "p_test": scores})
     pooled = (
         pd.DataFrame(
             {
@@ -212,6 +225,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--param", action="append", default=[], help="detector parameter KEY=JSON")
     ap.add_argument("--only", nargs="*", default=None, help="held-out names to run")
+    ap.add_argument("--scores", type=Path, help="folder for each refit's row scores (.npz)")
     ap.add_argument("--sources", nargs="*", default=["default"], help="trace sources or preset")
     ap.add_argument("--seed", type=int, default=20260527, help="trace seed (gatebench run's)")
     ap.add_argument(
@@ -258,7 +272,9 @@ def main() -> None:
     todo = [(k, v) for k, v in units.items() if k not in done]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     parallel = Parallel(n_jobs=args.jobs, return_as="generator_unordered")
-    for row in parallel(delayed(_one)(k, v, frame, args.detector, params) for k, v in todo):
+    for row in parallel(
+        delayed(_one)(k, v, frame, args.detector, params, args.scores) for k, v in todo
+    ):
         with args.out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         vals = ", ".join(f"{s} {v['value']:.3f}" for s, v in row["per_source"].items())

@@ -64,8 +64,32 @@ def _fit(x: np.ndarray, y: np.ndarray, model: str, c: float) -> Callable[[np.nda
     return lambda rows: lr.predict_proba(rows)[:, 1]
 
 
+def source_directions(x: np.ndarray, y: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """Orthonormal rows spanning where training sources of one label differ from each other.
+
+    Every source but a few holds one label, so a model can separate the
+    training rows by recognising the source (its topic, register, template)
+    instead of what the text asks for, and that does not travel to a source
+    it never saw. The centroid of each (source, label) cell minus its label's
+    centroid points along such a difference; their span is the subspace a
+    linear model should not read (mean-difference concept erasure).
+    """
+    diffs = []
+    for label in (0, 1):
+        rows = y == label
+        centre = x[rows].mean(axis=0)
+        for s in np.unique(source[rows]):
+            diffs.append(x[rows & (source == s)].mean(axis=0) - centre)
+    _, sv, vt = np.linalg.svd(np.asarray(diffs), full_matrices=False)
+    return np.asarray(vt[sv > sv[0] * 1e-6])
+
+
+def _erase(x: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    return np.asarray(x - (x @ basis.T) @ basis)
+
+
 def _lodo(
-    frame: pd.DataFrame, x: np.ndarray, model: str, c: float
+    frame: pd.DataFrame, x: np.ndarray, model: str, c: float, erase: bool = False
 ) -> dict[str, tuple[float, float | None]]:
     from sklearn.metrics import roc_auc_score
 
@@ -79,14 +103,18 @@ def _lodo(
         held = (frame["source"] == source).to_numpy()
         train = np.flatnonzero(~held)
         tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(SEED, "inner", source))
-        prob = _fit(x[train[tr]], y[train[tr]], model, c)
-        theta = select_operating_point(y[train[va]], prob(x[train[va]]), max_fpr=0.01).threshold
+        xs = x
+        if erase:
+            names = frame["source"].to_numpy()
+            xs = _erase(x, source_directions(x[train[tr]], y[train[tr]], names[train[tr]]))
+        prob = _fit(xs[train[tr]], y[train[tr]], model, c)
+        theta = select_operating_point(y[train[va]], prob(xs[train[va]]), max_fpr=0.01).threshold
         scored = (
             pd.DataFrame(
                 {
                     "id": frame["sample_id"][held],
                     "y": y[held],
-                    "s": prob(x[held]),
+                    "s": prob(xs[held]),
                 }
             )
             .groupby("id")
@@ -103,6 +131,11 @@ def main() -> None:
     ap.add_argument("representations", nargs="+")
     ap.add_argument("--C", type=float, default=1.0, help="inverse L2 strength (lr)")
     ap.add_argument("--model", choices=("lr", "mlp"), default="lr")
+    ap.add_argument(
+        "--erase-sources",
+        action="store_true",
+        help="project out where training sources of one label differ (fitted per refit)",
+    )
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -115,12 +148,14 @@ def main() -> None:
     texts = frame["text"].tolist()
     for rep in args.representations:
         x = np.hstack([_vectors(part, texts) for part in rep.split("+")])
-        result = _lodo(frame, x, args.model, args.C)
+        result = _lodo(frame, x, args.model, args.C, args.erase_sources)
         values = [v for v, _ in result.values()]
         below = sorted(s for s, (v, _) in result.items() if v < 0.5)
         aucs = ", ".join(f"{s} {a:.3f}" for s, (_, a) in result.items() if a is not None)
         macro = f"LODO macro {np.mean(values):.3f}, {len(below)} below 0.5"
-        print(f"{rep} ({args.model}): {macro} | AUC {aucs}")
+        erased = ", sources erased" if args.erase_sources else ""
+        print(f"{rep} ({args.model}{erased}): {macro} | AUC {aucs}")
+        print("  " + ", ".join(f"{s} {v:.3f}" for s, (v, _) in result.items()))
 
 
 if __name__ == "__main__":

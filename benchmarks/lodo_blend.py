@@ -1,0 +1,99 @@
+"""Would two detectors do better together on never-seen sources? Blend their LODO row scores.
+
+``bench_generalisation.py --scores DIR`` and ``screen_finetune.py --scores DIR``
+keep, for every refit, the scores of its inner-valid rows and of the held-out
+rows (positions in the trace; both scripts draw the same inner split from the
+same seed). This joins two such folders refit by refit: each detector's
+log-odds are standardised on its own inner-valid rows, averaged with weight
+``w`` on the first, the threshold is re-picked by the LODO rule (max F1 s.t.
+FPR <= 1% on the inner-valid rows), and the held-out source's primary metric
+and AUC are printed for every weight. ``w = 1`` and ``w = 0`` reproduce the two
+inputs; 0.5 is the blend fixed before looking. Usage::
+
+    GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/lodo_blend.py \
+        runs/scores-gate runs/scores-ft
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from bench_generalisation import _primary
+
+from gatebench.config import RunConfig
+
+WEIGHTS = (1.0, 0.75, 0.5, 0.25, 0.0)
+
+
+def _z(p: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Log-odds of ``p`` standardised by the log-odds of the reference scores ``ref``."""
+
+    def logit(q: np.ndarray) -> np.ndarray:
+        q = np.clip(q, 1e-6, 1 - 1e-6)
+        return np.asarray(np.log(q) - np.log1p(-q))
+
+    base = logit(ref)
+    return (logit(p) - base.mean()) / max(float(base.std()), 1e-9)
+
+
+def blend(a: dict, b: dict, frame: pd.DataFrame, w: float) -> tuple[float, float | None]:
+    """The held-out primary metric and AUC of ``w * a + (1 - w) * b`` under the LODO rule."""
+    from sklearn.metrics import roc_auc_score
+
+    from gatebench.threshold import select_operating_point
+
+    for key in ("valid", "test"):
+        if not np.array_equal(a[key], b[key]):
+            raise SystemExit(f"the two folders scored different {key} rows: not the same refit")
+    y = frame["label"].to_numpy(dtype=np.int64)
+    valid = w * _z(a["p_valid"], a["p_valid"]) + (1 - w) * _z(b["p_valid"], b["p_valid"])
+    test = w * _z(a["p_test"], a["p_valid"]) + (1 - w) * _z(b["p_test"], b["p_valid"])
+    theta = select_operating_point(y[a["valid"]], valid, max_fpr=0.01).threshold
+    rows = a["test"]
+    pooled = (
+        pd.DataFrame({"id": frame["sample_id"].to_numpy()[rows], "y": y[rows], "s": test})
+        .groupby("id")
+        .agg(y=("y", "first"), s=("s", "max"))
+    )
+    yy, ss = pooled["y"].to_numpy(), pooled["s"].to_numpy()
+    auc = float(roc_auc_score(yy, ss)) if 0 < yy.sum() < len(yy) else None
+    return _primary(yy, ss >= theta)[1], auc
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("first", type=Path)
+    ap.add_argument("second", type=Path)
+    args = ap.parse_args()
+
+    from gatebench.trace import TraceSpec, build_trace
+
+    frame = build_trace(
+        TraceSpec(seed=RunConfig.model_fields["seed"].default),
+        data_dir=os.environ.get("GATEBENCH_DATA"),
+        cache_dir=".cache/gatebench",
+    ).frame.reset_index(drop=True)
+    names = sorted(p.stem for p in args.first.glob("*.npz") if (args.second / p.name).is_file())
+    if not names:
+        raise SystemExit(f"no refit is scored in both {args.first} and {args.second}")
+    head = " | ".join(f"w={w:g}" for w in WEIGHTS)
+    print(f"| held-out source (metric; AUC) | {head} |")
+    print("|---|" + "---|" * len(WEIGHTS))
+    means = np.zeros(len(WEIGHTS))
+    for name in names:
+        a, b = (dict(np.load(folder / f"{name}.npz")) for folder in (args.first, args.second))
+        cells = []
+        for i, w in enumerate(WEIGHTS):
+            value, auc = blend(a, b, frame, w)
+            means[i] += value / len(names)
+            cells.append(f"{value:.3f}" + (f" ({auc:.3f})" if auc is not None else ""))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print("| mean | " + " | ".join(f"{m:.3f}" for m in means) + " |")
+
+
+if __name__ == "__main__":
+    main()
