@@ -40,6 +40,10 @@ def _z(p: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return (logit(p) - base.mean()) / max(float(base.std()), 1e-9)
 
 
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return np.asarray(1.0 / (1.0 + np.exp(-z)))
+
+
 def blend(a: dict, b: dict, frame: pd.DataFrame, w: float) -> tuple[float, float | None]:
     """The held-out primary metric and AUC of ``w * a + (1 - w) * b`` under the LODO rule."""
     from sklearn.metrics import roc_auc_score
@@ -50,8 +54,9 @@ def blend(a: dict, b: dict, frame: pd.DataFrame, w: float) -> tuple[float, float
         if not np.array_equal(a[key], b[key]):
             raise SystemExit(f"the two folders scored different {key} rows: not the same refit")
     y = frame["label"].to_numpy(dtype=np.int64)
-    valid = w * _z(a["p_valid"], a["p_valid"]) + (1 - w) * _z(b["p_valid"], b["p_valid"])
-    test = w * _z(a["p_test"], a["p_valid"]) + (1 - w) * _z(b["p_test"], b["p_valid"])
+    # A sigmoid keeps the order and gives the threshold search scores in [0, 1].
+    valid = _sigmoid(w * _z(a["p_valid"], a["p_valid"]) + (1 - w) * _z(b["p_valid"], b["p_valid"]))
+    test = _sigmoid(w * _z(a["p_test"], a["p_valid"]) + (1 - w) * _z(b["p_test"], b["p_valid"]))
     theta = select_operating_point(y[a["valid"]], valid, max_fpr=0.01).threshold
     rows = a["test"]
     pooled = (

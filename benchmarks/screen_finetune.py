@@ -281,7 +281,8 @@ def main() -> None:
     rows = []
     for source in args.only or sources:
         row = _one(str(source), frame, model, states, masks, args)
-        row["settings"] = {k: v for k, v in vars(args).items() if k not in ("out", "only")}
+        keep = ("out", "only", "scores", "frame", "save_frame")
+        row["settings"] = {k: v for k, v in vars(args).items() if k not in keep}
         rows.append(row)
         with args.out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
