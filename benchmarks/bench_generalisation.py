@@ -116,50 +116,40 @@ def save_scores(folder: Path | None, name: str, rows: dict[str, np.ndarray]) -> 
         np.savez_compressed(folder / f"{name}.npz", **rows)
 
 
-def _one(
-    name: str,
-    held_sources: tuple[str, ...],
-    frame: pd.DataFrame,
-    detector: str,
-    params: dict,
-    scores_dir: Path | None = None,
-) -> dict[str, Any]:
-    from sklearn.metrics import roc_auc_score
-
-    from gatebench.detectors import DetectorSpec, make_detector
-    from gatebench.seeding import child_seed
-    from gatebench.split.splitters import inner_split
-    from gatebench.threshold import select_operating_point
-
-    seed = 20260527
-    texts = frame["text"].to_numpy(dtype=object)
-    y = frame["label"].to_numpy(dtype=np.int64)
-    held = frame["source"].isin(held_sources).to_numpy()
-    train = np.flatnonzero(~held & ~_built_from(frame, held))
-    tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(seed, "inner", name))
-    it, iv = train[tr], train[va]
-    t0 = time.perf_counter()
-    model = make_detector(DetectorSpec(detector, params), seed=child_seed(seed, "refit", name))
-    model.fit(list(texts[it]), y[it], valid=(list(texts[iv]), y[iv]))
-    fit_seconds = time.perf_counter() - t0
-    p_valid = np.asarray(model.score(list(texts[iv])), dtype=np.float64)
-    theta = select_operating_point(y[iv], p_valid, max_fpr=0.01).threshold
-    test = np.flatnonzero(held)
-    scores = np.asarray(model.score(list(texts[test])), dtype=np.float64)
-    save_scores(scores_dir, name, {"valid": iv, "p_valid": p_valid, "test": test, "p_test": scores})
-    pooled = (
+def pool_prompts(frame: pd.DataFrame, rows: np.ndarray, scores: np.ndarray) -> pd.DataFrame:
+    """Scores of trace ``rows`` max-pooled per prompt, with its source, role and label."""
+    return (
         pd.DataFrame(
             {
-                "id": frame["sample_id"].to_numpy()[test],
-                "source": frame["source"].to_numpy()[test],
-                "role": frame["role"].to_numpy()[test],
-                "y": y[test],
+                "id": frame["sample_id"].to_numpy()[rows],
+                "source": frame["source"].to_numpy()[rows],
+                "role": frame["role"].to_numpy()[rows],
+                "y": frame["label"].to_numpy(dtype=np.int64)[rows],
                 "s": scores,
             }
         )
         .groupby("id")
         .agg(source=("source", "first"), role=("role", "first"), y=("y", "first"), s=("s", "max"))
     )
+
+
+def refit_row(
+    name: str,
+    held_sources: tuple[str, ...],
+    frame: pd.DataFrame,
+    iv: np.ndarray,
+    p_valid: np.ndarray,
+    test: np.ndarray,
+    p_test: np.ndarray,
+) -> dict[str, Any]:
+    """One refit's LODO/LOFO record from its inner-valid and held-out row scores."""
+    from sklearn.metrics import roc_auc_score
+
+    from gatebench.threshold import select_operating_point
+
+    y = frame["label"].to_numpy(dtype=np.int64)
+    theta = select_operating_point(y[iv], p_valid, max_fpr=0.01).threshold
+    pooled = pool_prompts(frame, test, p_test)
     pred = pooled["s"].to_numpy() >= theta
     yy = pooled["y"].to_numpy()
     per_source = {}
@@ -193,6 +183,38 @@ def _one(
         "n_attack": int(attack.sum()),
         "auc": float(roc_auc_score(yy, pooled["s"])) if 0 < yy.sum() < len(yy) else None,
         "per_source": per_source,
+    }
+
+
+def _one(
+    name: str,
+    held_sources: tuple[str, ...],
+    frame: pd.DataFrame,
+    detector: str,
+    params: dict,
+    scores_dir: Path | None = None,
+) -> dict[str, Any]:
+    from gatebench.detectors import DetectorSpec, make_detector
+    from gatebench.seeding import child_seed
+    from gatebench.split.splitters import inner_split
+
+    seed = 20260527
+    texts = frame["text"].to_numpy(dtype=object)
+    y = frame["label"].to_numpy(dtype=np.int64)
+    held = frame["source"].isin(held_sources).to_numpy()
+    train = np.flatnonzero(~held & ~_built_from(frame, held))
+    tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(seed, "inner", name))
+    it, iv = train[tr], train[va]
+    t0 = time.perf_counter()
+    model = make_detector(DetectorSpec(detector, params), seed=child_seed(seed, "refit", name))
+    model.fit(list(texts[it]), y[it], valid=(list(texts[iv]), y[iv]))
+    fit_seconds = time.perf_counter() - t0
+    p_valid = np.asarray(model.score(list(texts[iv])), dtype=np.float64)
+    test = np.flatnonzero(held)
+    scores = np.asarray(model.score(list(texts[test])), dtype=np.float64)
+    save_scores(scores_dir, name, {"valid": iv, "p_valid": p_valid, "test": test, "p_test": scores})
+    return {
+        **refit_row(name, held_sources, frame, iv, p_valid, test, scores),
         "fit_seconds": fit_seconds,
         "seconds": time.perf_counter() - t0,
     }

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_generalisation import _primary
+from bench_generalisation import _primary, pool_prompts
 
 from gatebench.config import RunConfig
 
@@ -58,12 +58,7 @@ def blend(a: dict, b: dict, frame: pd.DataFrame, w: float) -> tuple[float, float
     valid = _sigmoid(w * _z(a["p_valid"], a["p_valid"]) + (1 - w) * _z(b["p_valid"], b["p_valid"]))
     test = _sigmoid(w * _z(a["p_test"], a["p_valid"]) + (1 - w) * _z(b["p_test"], b["p_valid"]))
     theta = select_operating_point(y[a["valid"]], valid, max_fpr=0.01).threshold
-    rows = a["test"]
-    pooled = (
-        pd.DataFrame({"id": frame["sample_id"].to_numpy()[rows], "y": y[rows], "s": test})
-        .groupby("id")
-        .agg(y=("y", "first"), s=("s", "max"))
-    )
+    pooled = pool_prompts(frame, a["test"], test)
     yy, ss = pooled["y"].to_numpy(), pooled["s"].to_numpy()
     auc = float(roc_auc_score(yy, ss)) if 0 < yy.sum() < len(yy) else None
     return _primary(yy, ss >= theta)[1], auc

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bench_generalisation import _primary, save_scores, summarise
+from bench_generalisation import refit_row, save_scores, summarise
 
 from gatebench.config import RunConfig
 
@@ -118,7 +118,6 @@ def _fit(top: _Top, states: Any, masks: Any, y: np.ndarray, rows: np.ndarray, ar
     import torch
 
     dev = args.device
-
     rng = np.random.default_rng(seed)
     lengths = masks.sum(1).numpy()
     pos = float(y[rows].mean())
@@ -145,15 +144,16 @@ def _score(top: _Top, states: Any, masks: Any, rows: np.ndarray, dev: str) -> np
     import torch
 
     lengths = masks.sum(1).numpy()
-    order = rows[np.argsort(lengths[rows], kind="stable")]
-    out = np.empty(len(states), dtype=np.float64)
+    order = np.argsort(lengths[rows], kind="stable")
+    out = np.empty(len(rows), dtype=np.float64)
     with torch.inference_mode():
         for start in range(0, len(order), 128):
-            b = order[start : start + 128]
+            at = order[start : start + 128]
+            b = rows[at]
             width = int(lengths[b].max())
             h, am = states[b, :width].to(dev).float(), masks[b, :width].to(dev)
-            out[b] = torch.sigmoid(top.logits(h, am)).cpu().numpy()
-    return out[rows]
+            out[at] = torch.sigmoid(top.logits(h, am)).cpu().numpy()
+    return out
 
 
 def _draw(y: np.ndarray, rows: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -174,7 +174,6 @@ def _one(source: str, frame: pd.DataFrame, model: Any, states: Any, masks: Any, 
 
     from gatebench.seeding import child_seed
     from gatebench.split.splitters import inner_split
-    from gatebench.threshold import select_operating_point
 
     t0 = time.perf_counter()
     y = frame["label"].to_numpy(dtype=np.int64)
@@ -187,48 +186,13 @@ def _one(source: str, frame: pd.DataFrame, model: Any, states: Any, masks: Any, 
     _fit(top, states, masks, y, _draw(y, it, args.rows, seed), args, seed)
     fit_seconds = time.perf_counter() - t0
     p_valid = _score(top, states, masks, iv, args.device)
-    theta = select_operating_point(y[iv], p_valid, max_fpr=0.01).threshold
     test = np.flatnonzero(held)
     p_test = _score(top, states, masks, test, args.device)
     save_scores(
         args.scores, source, {"valid": iv, "p_valid": p_valid, "test": test, "p_test": p_test}
     )
-    pooled = (
-        pd.DataFrame(
-            {
-                "id": frame["sample_id"].to_numpy()[test],
-                "role": frame["role"].to_numpy()[test],
-                "y": y[test],
-                "s": p_test,
-            }
-        )
-        .groupby("id")
-        .agg(role=("role", "first"), y=("y", "first"), s=("s", "max"))
-    )
-    yy, ss = pooled["y"].to_numpy(), pooled["s"].to_numpy()
-    metric, value = _primary(yy, ss >= theta)
-    benign, attack = yy == 0, yy == 1
-    rules = {}
-    for tau in (0.02, 0.01, 0.005, 0.002):
-        t = select_operating_point(y[iv], p_valid, max_fpr=tau).threshold
-        rules[str(tau)] = {
-            "threshold": float(t),
-            "fpr": float((ss[benign] >= t).mean()) if benign.any() else None,
-            "recall": float((ss[attack] >= t).mean()) if attack.any() else None,
-        }
     return {
-        "rules": rules,
-        "held_out": source,
-        "sources": [source],
-        "threshold": float(theta),
-        "fpr": rules["0.01"]["fpr"],
-        "recall": rules["0.01"]["recall"],
-        "n_benign": int(benign.sum()),
-        "n_attack": int(attack.sum()),
-        "auc": float(roc_auc_score(yy, ss)) if 0 < yy.sum() < len(yy) else None,
-        "per_source": {
-            source: {"metric": metric, "value": value, "n": len(pooled), "role": "evaluation"}
-        },
+        **refit_row(source, (source,), frame, iv, p_valid, test, p_test),
         "valid_auc": float(roc_auc_score(y[iv], p_valid)),
         "fit_seconds": fit_seconds,
         "seconds": time.perf_counter() - t0,
@@ -278,11 +242,11 @@ def main() -> None:
     print(f"lower layers over {len(frame)} rows: {time.perf_counter() - t0:.0f} s", flush=True)
     sources = sorted(frame.loc[frame["role"] == "evaluation", "source"].unique())
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    paths = ("out", "only", "scores", "frame", "save_frame")
+    settings = {k: v for k, v in vars(args).items() if k not in paths}
     rows = []
     for source in args.only or sources:
-        row = _one(str(source), frame, model, states, masks, args)
-        keep = ("out", "only", "scores", "frame", "save_frame")
-        row["settings"] = {k: v for k, v in vars(args).items() if k not in keep}
+        row = {**_one(str(source), frame, model, states, masks, args), "settings": settings}
         rows.append(row)
         with args.out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")

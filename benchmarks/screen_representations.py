@@ -98,6 +98,7 @@ def _lodo(
     from gatebench.threshold import select_operating_point
 
     y = frame["label"].to_numpy(dtype=np.int64)
+    names = frame["source"].to_numpy()
     out = {}
     for source in sorted(frame.loc[frame["role"] == "evaluation", "source"].unique()):
         held = (frame["source"] == source).to_numpy()
@@ -105,7 +106,6 @@ def _lodo(
         tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(SEED, "inner", source))
         xs = x
         if erase:
-            names = frame["source"].to_numpy()
             xs = _erase(x, source_directions(x[train[tr]], y[train[tr]], names[train[tr]]))
         prob = _fit(xs[train[tr]], y[train[tr]], model, c)
         theta = select_operating_point(y[train[va]], prob(xs[train[va]]), max_fpr=0.01).threshold
