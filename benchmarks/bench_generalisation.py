@@ -91,22 +91,26 @@ def _built_from(frame: pd.DataFrame, held: np.ndarray) -> np.ndarray:
 
     They would carry held-out text into the refit, so they are left out of it.
     Payloads are held-out attacks or, with instruction payloads, short held-out
-    benign requests.
+    benign requests. A benign twin has a host and no payload. (The twins'
+    trigger words are learned from every training corpus, so under LOFO a
+    held-out corpus still shapes them; under LODO no evaluation text does.)
     """
     from gatebench.augment import EMBEDDED_SOURCE, MAX_INSTRUCTION_CHARS, MAX_PAYLOAD_CHARS
+    from gatebench.twins import TWINS_SOURCE
 
-    made = (frame["source"] == EMBEDDED_SOURCE).to_numpy()
-    if not made.any():
-        return made
     held_sources = set(frame.loc[held, "source"])
     host = frame["parent_id"].fillna("").str.split(":").str[0].isin(held_sources).to_numpy()
+    twin = (frame["source"] == TWINS_SOURCE).to_numpy() & host
+    made = (frame["source"] == EMBEDDED_SOURCE).to_numpy()
+    if not made.any():
+        return twin
     part = frame.loc[held, ["text", "label"]]
     limit = np.where(part["label"] == 1, MAX_PAYLOAD_CHARS, MAX_INSTRUCTION_CHARS)
     short = part["text"].str.strip()
     payloads = [p for p, n in zip(short, limit, strict=True) if p and len(p) <= n]
     texts = frame["text"].to_numpy(dtype=object)
     carry = np.array([made[i] and any(p in texts[i] for p in payloads) for i in range(len(frame))])
-    return made & (host | carry)
+    return (made & (host | carry)) | twin
 
 
 def save_scores(folder: Path | None, name: str, rows: dict[str, np.ndarray]) -> None:
@@ -259,6 +263,9 @@ def main() -> None:
         default="attacks",
         help="what the embedded rows embed (run default: attacks)",
     )
+    ap.add_argument(
+        "--twins", type=int, default=0, help="constructed benign twins (run default: 0)"
+    )
     args = ap.parse_args()
     params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
 
@@ -266,6 +273,7 @@ def main() -> None:
 
     from gatebench.augment import EMBEDDED_SOURCE
     from gatebench.trace import TraceSpec, build_trace
+    from gatebench.twins import TWINS_SOURCE
 
     frame = build_trace(
         TraceSpec(
@@ -273,6 +281,7 @@ def main() -> None:
             seed=args.seed,
             embedded=args.embedded,
             embedded_payloads=args.embedded_payloads,
+            twins=args.twins,
         ),
         data_dir=os.environ.get("GATEBENCH_DATA"),
         cache_dir=".cache/gatebench",
@@ -281,7 +290,11 @@ def main() -> None:
     if args.mode == "lofo":
         units = {f: tuple(s for s in srcs if s in present) for f, srcs in FAMILIES.items()}
         # Constructed rows are never held out; each refit drops those built from held-out text.
-        missing = present - {s for srcs in FAMILIES.values() for s in srcs} - {EMBEDDED_SOURCE}
+        missing = (
+            present
+            - {s for srcs in FAMILIES.values() for s in srcs}
+            - {EMBEDDED_SOURCE, TWINS_SOURCE}
+        )
         if missing:
             raise SystemExit(f"sources in no family: {sorted(missing)}; add them to FAMILIES")
     else:

@@ -58,6 +58,7 @@ __all__ = [
     "MAX_INSTRUCTION_CHARS",
     "MAX_PAYLOAD_CHARS",
     "embedded_injections",
+    "host_group",
 ]
 
 EMBEDDED_SOURCE = "embedded-injections"
@@ -79,6 +80,16 @@ MIN_SIDE_CHARS = 100
 # Ways a payload joins its host: a paragraph break, a line break, or mid-paragraph.
 _JOINS = ("\n\n", "\n", " ")
 _BOUNDARY_RE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def host_group(host: pd.Series) -> str:
+    """The group key of a trace row: its parent, or itself when it has none.
+
+    A missing parent is ``None`` in a freshly built frame and NaN in one read
+    back from Parquet; both fall back to the sample id.
+    """
+    parent = host["parent_id"]
+    return parent if isinstance(parent, str) and parent else str(host["sample_id"])
 
 
 def _boundaries(text: str) -> list[int]:
@@ -198,7 +209,7 @@ def _row(i: int, host: pd.Series, payload: str, at: int, join: str) -> dict[str,
         "source": EMBEDDED_SOURCE,
         "family": "all_attack",
         # The host's group key, so a host and its injected copy never split.
-        "parent_id": host["parent_id"] if host["parent_id"] else host["sample_id"],
+        "parent_id": host_group(host),
         "language": host["language"],
         # The payload now sits inside a document, whatever the host was.
         "position": str(Position.DOCUMENT),

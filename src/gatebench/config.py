@@ -41,6 +41,7 @@ class RunConfig(BaseModel):
     roles: dict[str, str] = Field(default_factory=dict)
     embedded: int = 0
     embedded_payloads: str = "attacks"
+    twins: int = 0
     chunk_chars: int = 4000
     chunk_overlap: int = 400
     # How the paths in `sources` are read (gatebench.data.local.FileOptions).
@@ -135,7 +136,8 @@ class RunConfig(BaseModel):
         """The :class:`~gatebench.trace.TraceSpec` options these settings give."""
         names = ("sources", "caps", "roles", "chunk_chars", "chunk_overlap", "seed")
         options = {
-            k: getattr(self, k) for k in (*names, "skip_missing", "embedded", "embedded_payloads")
+            k: getattr(self, k)
+            for k in (*names, "skip_missing", "embedded", "embedded_payloads", "twins")
         }
         files = ("text_field", "label_field", "id_field", "group_field", "label_map")
         options["files"] = {k: getattr(self, k) for k in (*files, "assume_label", "source_name")}

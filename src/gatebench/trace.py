@@ -32,16 +32,18 @@ from gatebench.split import GroupResult, LSHParams, group_keys
 from gatebench.text import text_hash
 from gatebench.trace_info import (
     composition,
-    embedded_source_counts,
+    constructed_source_counts,
     loaded_source_counts,
     recount_training,
     trace_info,
 )
 from gatebench.trace_languages import (
     cached_languages_current,
+    count_given_languages,
     fill_languages,
     prompts_from_chunks,
 )
+from gatebench.twins import TWINS_DESCRIPTION, TWINS_SOURCE, benign_twins
 from gatebench.types import Position, Role, Sample
 
 __all__ = [
@@ -114,6 +116,10 @@ class TraceSpec:
         What those rows embed: ``attacks`` (the default, training-corpus
         attacks), ``instructions`` (short benign training-corpus requests,
         planted mid-document) or ``mixed`` (half each).
+    twins : int
+        Constructed benign training rows: English training-corpus prompts with
+        learned trigger words inserted (:mod:`gatebench.twins`); 0 (the
+        default) for none.
     """
 
     sources: tuple[str, ...] = DEFAULT_SOURCES
@@ -125,6 +131,7 @@ class TraceSpec:
     roles: dict[str, str] = field(default_factory=dict)
     embedded: int = 0
     embedded_payloads: str = "attacks"
+    twins: int = 0
     files: FileOptions = field(default_factory=FileOptions)
     paths: dict[str, str] = field(default_factory=dict)
 
@@ -147,6 +154,8 @@ class TraceSpec:
                 raise ConfigError(f"cap for {name!r} is {cap}; use a positive row count or none")
         if self.embedded < 0:
             raise ConfigError(f"embedded={self.embedded} must be 0 (none) or a positive count")
+        if self.twins < 0:
+            raise ConfigError(f"twins={self.twins} must be 0 (none) or a positive count")
         if self.embedded_payloads not in EMBEDDED_PAYLOADS:
             raise ConfigError(
                 f"embedded_payloads={self.embedded_payloads!r}; choose one of "
@@ -216,6 +225,9 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
         "seed": spec.seed,
         "embedded": spec.embedded,
     }
+    if spec.twins:
+        # Only when there are twins, so the ids of earlier traces stay valid.
+        payload["twins"] = spec.twins
     if spec.embedded and spec.embedded_payloads != "attacks":
         # Only when it changes the rows, so the ids of earlier traces stay valid.
         payload["embedded_payloads"] = spec.embedded_payloads
@@ -435,11 +447,22 @@ def build_trace(
     )
     if len(embedded):
         frame = pd.concat([frame, embedded], ignore_index=True)
-        per_source[EMBEDDED_SOURCE] = embedded_source_counts(spec.embedded, len(embedded))
-        if spec.embedded_payloads != "attacks":
-            per_source[EMBEDDED_SOURCE]["constructed"] = EMBEDDED_PAYLOADS[spec.embedded_payloads]
+        per_source[EMBEDDED_SOURCE] = constructed_source_counts(
+            spec.embedded,
+            len(embedded),
+            label=1,
+            description=EMBEDDED_PAYLOADS[spec.embedded_payloads],
+        )
     recount_training(per_source, frame, overlap)
     frame, languages = fill_languages(frame, spec.chunk_overlap)
+    # After language detection: twins are built from English hosts and keep their language.
+    twins = benign_twins(frame, n=spec.twins, seed=spec.seed)
+    if len(twins):
+        frame = pd.concat([frame, twins], ignore_index=True)
+        per_source[TWINS_SOURCE] = constructed_source_counts(
+            spec.twins, len(twins), label=0, description=TWINS_DESCRIPTION
+        )
+        languages = count_given_languages(languages, twins)
     frame["label"] = frame["label"].astype("int8")
     frame["chunk"] = frame["chunk"].astype("int32")
     frame["n_chunks"] = frame["n_chunks"].astype("int32")

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "composition",
+    "constructed_source_counts",
     "cross_source_report",
-    "embedded_source_counts",
     "loaded_source_counts",
     "recount_training",
     "role_summary",
@@ -84,20 +84,25 @@ def loaded_source_counts(
     }
 
 
-def embedded_source_counts(requested: int, n_embedded: int) -> dict[str, Any]:
-    """The per-source entry of the constructed embedded-injection rows."""
+def constructed_source_counts(
+    requested: int, rows: int, *, label: int, description: str
+) -> dict[str, Any]:
+    """The per-source entry of constructed training rows, all of one ``label``.
+
+    ``requested - rows`` draws gave a text already constructed and were collapsed.
+    """
     return {
         "role": str(Role.TRAINING),
-        "constructed": "training-corpus attacks embedded in benign training documents",
+        "constructed": description,
         "loaded": requested,
         "malformed": 0,
         "excluded_by_loader": {},
-        "exact_duplicates_collapsed": requested - n_embedded,
+        "exact_duplicates_collapsed": requested - rows,
         "cap": None,
         "dropped_by_cap": 0,
-        "attack": n_embedded,
-        "benign": 0,
-        "family": "all_attack",
+        "attack": rows if label == 1 else 0,
+        "benign": 0 if label == 1 else rows,
+        "family": "all_attack" if label == 1 else "all_benign",
     }
 
 

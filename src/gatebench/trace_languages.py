@@ -17,7 +17,12 @@ import pandas as pd
 from gatebench.chunking import join_chunks
 from gatebench.language import UNDETERMINED, detect_languages, detector_version
 
-__all__ = ["cached_languages_current", "fill_languages", "prompts_from_chunks"]
+__all__ = [
+    "cached_languages_current",
+    "count_given_languages",
+    "fill_languages",
+    "prompts_from_chunks",
+]
 
 
 def prompts_from_chunks(frame: pd.DataFrame, overlap: int) -> list[str]:
@@ -60,6 +65,18 @@ def fill_languages(frame: pd.DataFrame, overlap: int) -> tuple[pd.DataFrame, dic
         "prompts": {str(k): int(v) for k, v in counts.sort_index().items()},
     }
     return frame, info
+
+
+def count_given_languages(info: dict[str, Any], rows: pd.DataFrame) -> dict[str, Any]:
+    """``info`` (from :func:`fill_languages`) with the prompts of ``rows`` added as given.
+
+    For rows constructed after detection, whose language came with them.
+    """
+    prompts = dict(info["prompts"])
+    for code, n in rows.drop_duplicates("sample_id")["language"].value_counts().items():
+        prompts[str(code)] = prompts.get(str(code), 0) + int(n)
+    added = int(rows["sample_id"].nunique())
+    return {**info, "given": info["given"] + added, "prompts": dict(sorted(prompts.items()))}
 
 
 def cached_languages_current(folder: Path) -> bool:

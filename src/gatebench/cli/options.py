@@ -37,6 +37,7 @@ __all__ = [
     "SourceName",
     "Sources",
     "TextField",
+    "Twins",
     "console",
     "err",
     "fail",
@@ -91,6 +92,14 @@ EmbeddedPayloads = Annotated[
         "--embedded-payloads",
         help="What --embedded rows embed: attacks (default), instructions (short benign "
         "training requests planted mid-document) or mixed (half each).",
+    ),
+]
+Twins = Annotated[
+    int | None,
+    typer.Option(
+        "--twins",
+        help="Constructed benign training rows: an English training prompt with learned "
+        "trigger words inserted (default 0).",
     ),
 ]
 SkipMissing = Annotated[

@@ -30,6 +30,7 @@ from gatebench.cli.options import (
     SourceName,
     Sources,
     TextField,
+    Twins,
     console,
     fail,
     file_options,
@@ -61,6 +62,7 @@ def run(
     roles: Roles = None,
     embedded: Embedded = None,
     embedded_payloads: EmbeddedPayloads = None,
+    twins: Twins = None,
     skip_missing: SkipMissing = False,
     data_dir: DataDir = None,
     trace: Annotated[
@@ -115,6 +117,7 @@ def run(
             roles=parse_roles(roles) or None,
             embedded=embedded,
             embedded_payloads=embedded_payloads,
+            twins=twins,
             skip_missing=skip_missing or None,
             data_dir=data_dir,
             trace_dir=trace,
