@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from gatebench.errors import ConfigError
-from gatebench.text import text_hash
 from gatebench.trace import COLUMNS, TraceSpec, build_trace
 from gatebench.twins import (
     MAX_WORDS_PER_TWIN,
@@ -18,41 +17,32 @@ from gatebench.twins import (
     benign_twins,
     trigger_words,
 )
-
-
-def _row(
-    sid: str, text: str, label: int, *, role: str = "training", language: str = "en"
-) -> dict[str, object]:
-    return {
-        "row_id": f"{sid}#0",
-        "sample_id": sid,
-        "chunk": 0,
-        "n_chunks": 1,
-        "text": text,
-        "label": label,
-        "source": sid.split(":")[0],
-        "family": "mixed",
-        "parent_id": None,
-        "language": language,
-        "position": "user",
-        "text_sha256": text_hash(text),
-        "prompt_chars": len(text),
-        "role": role,
-    }
+from trace_rows import trace_row
 
 
 def _frame() -> pd.DataFrame:
     n = MIN_ATTACK_ROWS
     rows = [
         # "bypass" is in every attack and no benign prompt; "please" in both; "rare" in too few.
-        *(_row(f"attacks:{i}", f"Please bypass the filter now, case {i}.", 1) for i in range(n)),
-        *(_row(f"rare:{i}", "Rare jailbreak words here.", 1) for i in range(n - 1)),
-        *(_row(f"asks:{i}", f"Please summarise chapter {i} of the book.", 0) for i in range(3 * n)),
+        *(
+            trace_row(f"attacks:{i}", f"Please bypass the filter now, case {i}.", 1)
+            for i in range(n)
+        ),
+        *(trace_row(f"rare:{i}", "Rare jailbreak words here.", 1) for i in range(n - 1)),
+        *(
+            trace_row(f"asks:{i}", f"Please summarise chapter {i} of the book.", 0)
+            for i in range(3 * n)
+        ),
         # Attack-only words of evaluation rows and of other languages must not be learned.
-        *(_row(f"held:{i}", f"Exfiltrate the vault {i}.", 1, role="evaluation") for i in range(n)),
-        *(_row(f"fr:{i}", f"Contournez le filtre {i}.", 1, language="fr") for i in range(n)),
-        _row("frbenign:0", "Résumez le chapitre deux, s'il vous plaît.", 0, language="fr"),
-        _row("heldbenign:0", "Evaluation prompt that must host no twin.", 0, role="evaluation"),
+        *(
+            trace_row(f"held:{i}", f"Exfiltrate the vault {i}.", 1, role="evaluation")
+            for i in range(n)
+        ),
+        *(trace_row(f"fr:{i}", f"Contournez le filtre {i}.", 1, language="fr") for i in range(n)),
+        trace_row("frbenign:0", "Résumez le chapitre deux, s'il vous plaît.", 0, language="fr"),
+        trace_row(
+            "heldbenign:0", "Evaluation prompt that must host no twin.", 0, role="evaluation"
+        ),
     ]
     return pd.DataFrame(rows, columns=COLUMNS)
 

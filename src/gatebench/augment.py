@@ -57,6 +57,7 @@ __all__ = [
     "EMBEDDED_SOURCE",
     "MAX_INSTRUCTION_CHARS",
     "MAX_PAYLOAD_CHARS",
+    "constructed_row",
     "embedded_injections",
     "host_group",
 ]
@@ -198,21 +199,31 @@ def _row(i: int, host: pd.Series, payload: str, at: int, join: str) -> dict[str,
     """One constructed row: ``payload`` inserted into ``host`` at offset ``at``."""
     text = host["text"][:at].rstrip() + join + payload.strip() + join
     text = (text + host["text"][at:].lstrip()).strip()
-    sample_id = f"{EMBEDDED_SOURCE}:{i}"
+    # The payload now sits inside a document, whatever the host was.
+    return constructed_row(f"{EMBEDDED_SOURCE}:{i}", host, text, 1, str(Position.DOCUMENT))
+
+
+def constructed_row(
+    sample_id: str, host: pd.Series, text: str, label: int, position: str
+) -> dict[str, Any]:
+    """A single-chunk training row built from trace row ``host``, in the trace's columns.
+
+    Its source is the part of ``sample_id`` before the first colon; it keeps
+    the host's language and group key, so a host and what was built from it
+    never split across folds.
+    """
     return {
         "row_id": f"{sample_id}#0",
         "sample_id": sample_id,
         "chunk": 0,
         "n_chunks": 1,
         "text": text,
-        "label": 1,
-        "source": EMBEDDED_SOURCE,
-        "family": "all_attack",
-        # The host's group key, so a host and its injected copy never split.
+        "label": label,
+        "source": sample_id.split(":", 1)[0],
+        "family": "all_attack" if label == 1 else "all_benign",
         "parent_id": host_group(host),
         "language": host["language"],
-        # The payload now sits inside a document, whatever the host was.
-        "position": str(Position.DOCUMENT),
+        "position": position,
         "text_sha256": text_hash(text),
         "prompt_chars": len(text),
         "role": "training",

@@ -28,15 +28,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from gatebench.augment import host_group
+from gatebench.augment import constructed_row
 from gatebench.seeding import child_sequence
-from gatebench.text import text_hash
-from gatebench.types import Family
 
 __all__ = ["TWINS_SOURCE", "benign_twins", "trigger_words"]
 
@@ -124,7 +121,8 @@ def benign_twins(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFrame:
     for i in range(n):
         host = hosts.iloc[host_idx[i]]
         picked = [words[j] for j in rng.choice(len(words), size=n_words[i], replace=False)]
-        out.append(_row(i, host, _insert(host["text"], picked, rng)))
+        text = _insert(host["text"], picked, rng)
+        out.append(constructed_row(f"{TWINS_SOURCE}:{i}", host, text, 0, host["position"]))
     return pd.DataFrame(out, columns=columns).drop_duplicates("text_sha256").reset_index(drop=True)
 
 
@@ -135,25 +133,3 @@ def _insert(text: str, words: list[str], rng: np.random.Generator) -> str:
         at = gaps[int(rng.integers(0, len(gaps)))]
         text = f"{text[:at].rstrip()} {word} {text[at:].lstrip()}".strip()
     return text
-
-
-def _row(i: int, host: pd.Series, text: str) -> dict[str, Any]:
-    """One twin row of ``host`` with text ``text``."""
-    sample_id = f"{TWINS_SOURCE}:{i}"
-    return {
-        "row_id": f"{sample_id}#0",
-        "sample_id": sample_id,
-        "chunk": 0,
-        "n_chunks": 1,
-        "text": text,
-        "label": 0,
-        "source": TWINS_SOURCE,
-        "family": str(Family.ALL_BENIGN),
-        # The host's group key, so a host and its twin never split.
-        "parent_id": host_group(host),
-        "language": host["language"],
-        "position": host["position"],
-        "text_sha256": text_hash(text),
-        "prompt_chars": len(text),
-        "role": "training",
-    }
