@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from cli_checks import fails_cleanly, runner
+from gatebench.cli import app
+from gatebench.config import RunConfig
 from gatebench.errors import ConfigError
+from gatebench.modeldir import MANIFEST
 from gatebench.trace import COLUMNS, TraceSpec, build_trace
 from gatebench.twins import (
     MAX_WORDS_PER_TWIN,
@@ -119,3 +124,24 @@ def test_twins_join_the_trace_as_counted_training_rows(mirror: Path) -> None:
     assert again.frame.equals(trace.frame)
     with pytest.raises(ConfigError, match="twins=-1"):
         TraceSpec(sources=sources, twins=-1)
+
+
+def test_train_ships_a_model_of_the_twins_trace(mirror: Path, tmp_path: Path) -> None:
+    sources = ("xstest", "deepset-prompt-injections", "mt-bench", "promptmap-rules")
+    args = ["train", "-d", "tfidf-lr", "--data-dir", str(mirror)]
+    for name in sources:
+        args += ["-s", name]
+    result = runner.invoke(app, [*args, "--twins", "20", str(tmp_path / "model")])
+    assert result.exit_code == 0, result.output
+    meta = json.loads((tmp_path / "model" / MANIFEST).read_text())
+    spec = TraceSpec(sources=sources, twins=20, seed=RunConfig().seed)
+    twins = build_trace(spec, data_dir=mirror)
+    assert meta["trace_id"] == twins.trace_id
+    assert meta["trace_spec"]["twins"] == 20
+    # A run of another trace cannot lend its operating point to a twins model.
+    plain = tmp_path / "plain"
+    run = runner.invoke(
+        app, ["run", *args[1:], "--bootstrap", "200", "--diagnostics", "none", "--out", str(plain)]
+    )
+    assert run.exit_code == 0, run.output
+    fails_cleanly([*args, "--twins", "20", "--run", str(plain), str(tmp_path / "m2")], "trace")
