@@ -50,7 +50,7 @@ import pandas as pd
 
 from gatebench.seeding import child_sequence
 from gatebench.text import text_hash
-from gatebench.types import Position
+from gatebench.types import Family, Position
 
 __all__ = [
     "EMBEDDED_PAYLOADS",
@@ -220,7 +220,7 @@ def constructed_row(
         "text": text,
         "label": label,
         "source": sample_id.split(":", 1)[0],
-        "family": "all_attack" if label == 1 else "all_benign",
+        "family": str(Family.ALL_ATTACK if label == 1 else Family.ALL_BENIGN),
         "parent_id": host_group(host),
         "language": host["language"],
         "position": position,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from gatebench.types import Role
+from gatebench.types import Family, Role
 
 if TYPE_CHECKING:
     from gatebench.data.loaders import LoadResult
@@ -102,7 +102,7 @@ def constructed_source_counts(
         "dropped_by_cap": 0,
         "attack": rows if label == 1 else 0,
         "benign": 0 if label == 1 else rows,
-        "family": "all_attack" if label == 1 else "all_benign",
+        "family": str(Family.ALL_ATTACK if label == 1 else Family.ALL_BENIGN),
     }
 
 

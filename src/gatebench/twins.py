@@ -72,7 +72,11 @@ def trigger_words(frame: pd.DataFrame, k: int = TRIGGER_WORDS) -> list[str]:
         attack rather than a benign prompt first; ties broken alphabetically,
         so the list depends on the rows only.
     """
-    rows = _english_training(frame)
+    return _ranked_words(_english_training(frame), k)
+
+
+def _ranked_words(rows: pd.DataFrame, k: int) -> list[str]:
+    """:func:`trigger_words` of rows already narrowed to the English training corpora."""
     in_attacks: Counter[str] = Counter()
     in_benign: Counter[str] = Counter()
     for text, label in zip(rows["text"], rows["label"], strict=True):
@@ -107,8 +111,8 @@ def benign_twins(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFrame:
     columns = list(frame.columns)
     if n <= 0:
         return pd.DataFrame(columns=columns)
-    words = trigger_words(frame)
     rows = _english_training(frame)
+    words = _ranked_words(rows, TRIGGER_WORDS)
     hosts = rows[
         (rows["label"] == 0) & rows["text"].str.len().between(MIN_HOST_CHARS, MAX_HOST_CHARS)
     ].reset_index(drop=True)
