@@ -198,7 +198,7 @@ def _one(
     params: dict,
     scores_dir: Path | None = None,
 ) -> dict[str, Any]:
-    from gatebench.detectors import DetectorSpec, make_detector
+    from gatebench.detectors import DetectorSpec, fit_detector, make_detector
     from gatebench.seeding import child_seed
     from gatebench.split.splitters import inner_split
 
@@ -211,7 +211,9 @@ def _one(
     it, iv = train[tr], train[va]
     t0 = time.perf_counter()
     model = make_detector(DetectorSpec(detector, params), seed=child_seed(seed, "refit", name))
-    model.fit(list(texts[it]), y[it], valid=(list(texts[iv]), y[iv]))
+    sources = frame["source"].to_numpy(dtype=object)
+    valid = (list(texts[iv]), y[iv])
+    fit_detector(model, list(texts[it]), y[it], valid=valid, sources=list(sources[it]))
     fit_seconds = time.perf_counter() - t0
     p_valid = np.asarray(model.score(list(texts[iv])), dtype=np.float64)
     test = np.flatnonzero(held)

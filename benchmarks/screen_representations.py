@@ -51,7 +51,9 @@ def _vectors(name: str, texts: list[str]) -> np.ndarray:
     raise SystemExit(f"unknown representation {name!r}: use static, multilingual or both with +")
 
 
-def _fit(x: np.ndarray, y: np.ndarray, model: str, c: float) -> Callable[[np.ndarray], np.ndarray]:
+def _fit(
+    x: np.ndarray, y: np.ndarray, model: str, c: float, weight: np.ndarray | None = None
+) -> Callable[[np.ndarray], np.ndarray]:
     """A fitted scorer of rows of ``x`` that gives P(attack)-like scores in [0, 1]."""
     if model == "mlp":
         from gatebench.gate.heads import MLPHead, sigmoid
@@ -60,7 +62,7 @@ def _fit(x: np.ndarray, y: np.ndarray, model: str, c: float) -> Callable[[np.nda
         return lambda rows: sigmoid(head.decision_x(rows))
     from sklearn.linear_model import LogisticRegression
 
-    lr = LogisticRegression(C=c, max_iter=2000).fit(x, y)
+    lr = LogisticRegression(C=c, max_iter=2000).fit(x, y, sample_weight=weight)
     return lambda rows: lr.predict_proba(rows)[:, 1]
 
 
@@ -88,8 +90,29 @@ def _erase(x: np.ndarray, basis: np.ndarray) -> np.ndarray:
     return np.asarray(x - (x @ basis.T) @ basis)
 
 
+def _weights(
+    x: np.ndarray, y: np.ndarray, source: np.ndarray, by: str, power: float
+) -> np.ndarray | None:
+    """Balancing weights for the training rows (None: unweighted)."""
+    if not power:
+        return None
+    from sklearn.cluster import MiniBatchKMeans
+
+    from gatebench.gate.balance import balance_weights
+
+    if by == "source":
+        return balance_weights(source, y, power)
+    km = MiniBatchKMeans(n_clusters=40, random_state=SEED, n_init=3, batch_size=4096)
+    return balance_weights(km.fit_predict(x), y, power)
+
+
 def _lodo(
-    frame: pd.DataFrame, x: np.ndarray, model: str, c: float, erase: bool = False
+    frame: pd.DataFrame,
+    x: np.ndarray,
+    model: str,
+    c: float,
+    erase: bool = False,
+    balance: tuple[str, float] = ("cluster", 0.0),
 ) -> dict[str, tuple[float, float | None]]:
     from sklearn.metrics import roc_auc_score
 
@@ -107,7 +130,9 @@ def _lodo(
         xs = x
         if erase:
             xs = _erase(x, source_directions(x[train[tr]], y[train[tr]], names[train[tr]]))
-        prob = _fit(xs[train[tr]], y[train[tr]], model, c)
+        fit_rows = train[tr]
+        weight = _weights(xs[fit_rows], y[fit_rows], names[fit_rows], *balance)
+        prob = _fit(xs[fit_rows], y[fit_rows], model, c, weight)
         theta = select_operating_point(y[train[va]], prob(xs[train[va]]), max_fpr=0.01).threshold
         scored = (
             pd.DataFrame(
@@ -136,6 +161,13 @@ def main() -> None:
         action="store_true",
         help="project out where training sources of one label differ (fitted per refit)",
     )
+    ap.add_argument(
+        "--balance",
+        type=float,
+        default=0.0,
+        help="weight rows by n(group, label) ** -P (lr only; 0: unweighted)",
+    )
+    ap.add_argument("--balance-by", choices=("cluster", "source"), default="cluster")
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -148,12 +180,15 @@ def main() -> None:
     texts = frame["text"].tolist()
     for rep in args.representations:
         x = np.hstack([_vectors(part, texts) for part in rep.split("+")])
-        result = _lodo(frame, x, args.model, args.C, args.erase_sources)
+        balance = (args.balance_by, args.balance)
+        result = _lodo(frame, x, args.model, args.C, args.erase_sources, balance)
         values = [v for v, _ in result.values()]
         below = sorted(s for s, (v, _) in result.items() if v < 0.5)
         aucs = ", ".join(f"{s} {a:.3f}" for s, (_, a) in result.items() if a is not None)
         macro = f"LODO macro {np.mean(values):.3f}, {len(below)} below 0.5"
         erased = ", sources erased" if args.erase_sources else ""
+        if args.balance:
+            erased += f", balanced by {args.balance_by} ** -{args.balance}"
         print(f"{rep} ({args.model}{erased}): {macro} | AUC {aucs}")
         print("  " + ", ".join(f"{s} {v:.3f}" for s, (v, _) in result.items()))
 

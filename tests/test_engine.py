@@ -193,3 +193,46 @@ def test_unknown_detector_parameter_lists_the_accepted_ones() -> None:
 def test_zero_jobs_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"n_jobs \(--jobs\) is 0"):
         load_config(None, n_jobs=0)
+
+
+class _SourceRecorder:
+    """Scores at random; records the (text, source) pairs each fit receives."""
+
+    name = "source-recorder"
+    requires_fit = True
+    fits: list[list[tuple[str, str]]] = []
+
+    def __init__(self, *, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def fit(
+        self,
+        texts: Sequence[str],
+        labels: np.ndarray,
+        *,
+        valid: Any = None,
+        sources: Sequence[str] | None = None,
+    ) -> Self:
+        assert sources is not None and len(sources) == len(texts)
+        type(self).fits.append(list(zip(texts, sources, strict=True)))
+        return self
+
+    def score(self, texts: Sequence[str]) -> np.ndarray:
+        return self.rng.random(len(texts))
+
+
+def test_a_fit_that_takes_sources_gets_each_training_rows_source(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    if "source-recorder" not in DETECTORS:
+        DETECTORS.add("source-recorder", _SourceRecorder)
+    _SourceRecorder.fits.clear()
+    config = _config(tmp_path, data_dir, detector="source-recorder", backend="sequential")
+    api.evaluate(config)
+    spec = TraceSpec(sources=SOURCES, caps={"advbench": 150}, seed=config.seed)
+    frame = build_trace(spec, data_dir=data_dir).frame
+    pairs = set(zip(frame["text"], frame["source"], strict=True))
+    assert len(_SourceRecorder.fits) == config.folds * len(config.passes)
+    for fit in _SourceRecorder.fits:
+        assert {s for _, s in fit} == set(SOURCES)
+        assert set(fit) <= pairs  # every text arrives with its own source

@@ -15,7 +15,7 @@ import numpy as np
 from gatebench import artifacts, cv, record, summary
 from gatebench.config import RunConfig, output_directory
 from gatebench.conversation import Conversation, ScanPolicy
-from gatebench.detectors import DetectorSpec, make_detector
+from gatebench.detectors import DetectorSpec, fit_detector, make_detector
 from gatebench.detectors.adapters._audit import audit_dir
 from gatebench.errors import ConfigError, GatebenchError
 from gatebench.holdout import split_holdout, write_holdout
@@ -118,7 +118,11 @@ def train(
     )
     spec = DetectorSpec(config.detector, dict(config.detector_params))
     detector = make_detector(spec, seed=child_seed(config.seed, "final", "detector"))
-    detector.fit([texts[i] for i in tr], labels[tr], valid=([texts[i] for i in va], labels[va]))
+    sources = frame["source"].to_numpy(dtype=object)
+    valid = ([texts[i] for i in va], labels[va])
+    fit_detector(
+        detector, [texts[i] for i in tr], labels[tr], valid=valid, sources=list(sources[tr])
+    )
     op = result.operating_point.model_dump(mode="json")
     extra: dict[str, Any] = {"operating_point": op, "evaluation_run": str(run_dir.resolve())}
     extra["trace_spec"] = trace.info["spec"]  # what `gatebench evaluate` checks overlap against

@@ -21,7 +21,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gatebench.detectors import Detector, DetectorSpec, check_scores, make_detector
+from gatebench.detectors import (
+    Detector,
+    DetectorSpec,
+    check_scores,
+    fit_detector,
+    make_detector,
+)
 from gatebench.errors import ConfigError, DetectorError
 from gatebench.parallel import Executor
 from gatebench.progress import Progress
@@ -114,12 +120,16 @@ class FittedFold:
     valid_scores: np.ndarray
 
 
-def fit_fold(task: FoldTask, texts: np.ndarray, labels: np.ndarray) -> FittedFold:
+def fit_fold(
+    task: FoldTask, texts: np.ndarray, labels: np.ndarray, sources: np.ndarray | None = None
+) -> FittedFold:
     """Fit a fresh detector on one fold and pick its threshold on the inner-valid rows.
 
     The one place a fold model is built: the evaluation (:func:`run_fold`) and
     every diagnostic refit call it, so a refit is the run's model by
-    construction (same inner split seed, detector seed and rows).
+    construction (same inner split seed, detector seed and rows). ``sources``
+    (one per trace row) reaches only a detector whose ``fit`` takes them
+    (:func:`~gatebench.detectors.fit_detector`).
     """
     y_train = labels[task.train_idx]
     inner_tr, inner_va = inner_split(
@@ -129,7 +139,13 @@ def fit_fold(task: FoldTask, texts: np.ndarray, labels: np.ndarray) -> FittedFol
     detector = make_detector(task.spec, seed=child_seed(task.seed, "detector"))
     t0 = time.perf_counter()
     try:
-        detector.fit(list(texts[it]), labels[it], valid=(list(texts[iv]), labels[iv]))
+        fit_detector(
+            detector,
+            list(texts[it]),
+            labels[it],
+            valid=(list(texts[iv]), labels[iv]),
+            sources=None if sources is None else list(sources[it]),
+        )
     except (TypeError, ValueError) as exc:
         # A bad parameter value surfaces only when the detector fits, inside a
         # worker; say which detector, parameters and fold instead of a traceback.
@@ -154,9 +170,11 @@ def fit_fold(task: FoldTask, texts: np.ndarray, labels: np.ndarray) -> FittedFol
     )
 
 
-def run_fold(task: FoldTask, texts: np.ndarray, labels: np.ndarray) -> FoldResult:
+def run_fold(
+    task: FoldTask, texts: np.ndarray, labels: np.ndarray, sources: np.ndarray | None = None
+) -> FoldResult:
     """Fit a fresh detector on one fold and score its held-out rows."""
-    fitted_fold = fit_fold(task, texts, labels)
+    fitted_fold = fit_fold(task, texts, labels, sources)
     detector, it = fitted_fold.detector, fitted_fold.inner_train_idx
     t0 = time.perf_counter()
     test_scores = check_scores(
@@ -252,6 +270,7 @@ def run_cv(
     labels: np.ndarray,
     tasks: list[FoldTask],
     *,
+    sources: np.ndarray | None = None,
     checkpoint_dir: Path | None = None,
     context: str = "",
     executor: Executor | None = None,
@@ -265,6 +284,8 @@ def run_cv(
         One entry per trace row (chunk).
     tasks : list of FoldTask
         From :func:`make_tasks`, for one or more passes.
+    sources : ndarray, optional
+        One source name per trace row, for detectors whose ``fit`` takes them.
     checkpoint_dir : Path, optional
         Finished folds are saved here and reused when their key (trace,
         detector spec, seed, fold membership) matches.
@@ -296,7 +317,7 @@ def run_cv(
                     on_done(result, True)
                 continue
         todo.append(task)
-    shared = {"texts": texts, "labels": labels}
+    shared = {"texts": texts, "labels": labels, "sources": sources}
     for result in (executor or Executor()).map(run_fold, todo, shared=shared):
         if checkpoint_dir is not None:
             _save_checkpoint(paths[(result.pass_name, result.fold)], result)
@@ -458,6 +479,7 @@ def cross_validate(
             texts,
             labels,
             tasks,
+            sources=frame["source"].to_numpy(dtype=object),
             checkpoint_dir=checkpoint_dir,
             context=context,
             executor=executor,

@@ -274,7 +274,7 @@ def test_stack_groups_hold_whole_clusters_out_of_each_inner_fit(dataset, embedde
         def x_of(self, v):  # type: ignore[no-untyped-def]
             return v.static
 
-        def fit_x(self, x, yy):  # type: ignore[no-untyped-def]
+        def fit_x(self, x, yy, weight=None):  # type: ignore[no-untyped-def]
             seen.append({tuple(r) for r in np.round(x, 5).tolist()})  # type: ignore[misc]
             return self
 

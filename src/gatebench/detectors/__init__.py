@@ -5,6 +5,7 @@ from gatebench.detectors.protocol import (
     Detector,
     DetectorSpec,
     check_scores,
+    fit_detector,
     make_detector,
     register_detector,
 )
@@ -14,6 +15,7 @@ __all__ = [
     "Detector",
     "DetectorSpec",
     "check_scores",
+    "fit_detector",
     "make_detector",
     "register_detector",
 ]

@@ -23,6 +23,7 @@ __all__ = [
     "Detector",
     "DetectorSpec",
     "check_scores",
+    "fit_detector",
     "make_detector",
     "register_detector",
 ]
@@ -111,6 +112,28 @@ def make_detector(spec: DetectorSpec, *, seed: int) -> Detector:
             f"detector {spec.name!r} rejected parameters {spec.params}: {exc}. "
             f"It accepts: {_accepted(factory)}; pass them as --param KEY=JSON_VALUE."
         ) from exc
+
+
+def fit_detector(
+    detector: Detector,
+    texts: Sequence[str],
+    labels: np.ndarray,
+    *,
+    valid: tuple[Sequence[str], np.ndarray] | None,
+    sources: Sequence[str] | None = None,
+) -> Detector:
+    """Fit ``detector``; hand it each training text's source if its ``fit`` takes ``sources``.
+
+    The protocol's ``fit`` sees texts and labels only. A detector that can
+    use where each row comes from (Gate's source-balanced weighting) says so
+    by taking a ``sources`` keyword; every other detector is fitted exactly
+    as before, so third-party detectors need no change.
+    """
+    import inspect
+
+    if sources is not None and "sources" in inspect.signature(detector.fit).parameters:
+        return detector.fit(texts, labels, valid=valid, sources=sources)  # type: ignore[call-arg]
+    return detector.fit(texts, labels, valid=valid)
 
 
 def _accepted(factory: Any) -> str:

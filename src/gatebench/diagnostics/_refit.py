@@ -41,7 +41,11 @@ class FoldScores:
 
 
 def score_fold(
-    task: cv.FoldTask, texts: np.ndarray, labels: np.ndarray, max_fpr: float | None = None
+    task: cv.FoldTask,
+    texts: np.ndarray,
+    labels: np.ndarray,
+    max_fpr: float | None = None,
+    sources: np.ndarray | None = None,
 ) -> FoldScores:
     """Worker for :meth:`gatebench.parallel.Executor.map`: fit, then score the task's test rows.
 
@@ -50,7 +54,7 @@ def score_fold(
     inner-valid rows also give ``op_threshold``, chosen by the headline rule
     (max F1 s.t. FPR ≤ ``max_fpr``), so nothing outside the training rows is used.
     """
-    fitted = fit_fold(task, texts, labels)
+    fitted = fit_fold(task, texts, labels, sources)
     scores = check_scores(
         task.spec.name, fitted.detector.score(list(texts[task.test_idx])), len(task.test_idx)
     )
@@ -72,7 +76,8 @@ def fitted_fold(ctx: DiagnosticContext, pass_name: str = "strat", fold: int = 0)
     """The rebuilt model of one fold, fitted once per context and shared between checks."""
     key = ("fitted", pass_name, fold)
     if key not in ctx.cache:
-        ctx.cache[key] = fit_fold(fold_task(ctx, pass_name, fold), ctx.texts, ctx.labels)
+        task = fold_task(ctx, pass_name, fold)
+        ctx.cache[key] = fit_fold(task, ctx.texts, ctx.labels, ctx.sources)
     out: FittedFold = ctx.cache[key]
     return out
 

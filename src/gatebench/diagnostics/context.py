@@ -125,6 +125,14 @@ class DiagnosticContext:
         return out
 
     @property
+    def sources(self) -> np.ndarray:
+        """Row sources as an object array (what the CV workers receive with the texts)."""
+        if "sources" not in self.cache:
+            self.cache["sources"] = self.frame["source"].to_numpy(dtype=object)
+        out: np.ndarray = self.cache["sources"]
+        return out
+
+    @property
     def scored(self) -> np.ndarray:
         """True for evaluation rows; training-corpus rows are fitted on, never scored."""
         return scored_rows(self.frame)

@@ -77,7 +77,7 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     by_task = {t.pass_name: t for t in tasks}
     headline = {r.source: r.primary for r in ctx.numbers.by_source}
     rows = []
-    shared = {"texts": ctx.texts, "labels": ctx.labels, "max_fpr": ctx.fpr}
+    shared = {"texts": ctx.texts, "labels": ctx.labels, "max_fpr": ctx.fpr, "sources": ctx.sources}
     for done in ctx.executor.map(score_fold, tasks, shared=shared):
         name = done.pass_name.split(":", 1)[1]
         prompts = _pooled(ctx, by_task[done.pass_name].test_idx, done.test_scores)

@@ -44,7 +44,7 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     if recorded is None:
         return CHECK.not_applicable("the run has no headline fold 0 to replay")
     task = fold_task(ctx, "strat", 0)
-    first = cv.run_fold(task, ctx.texts, ctx.labels)
+    first = cv.run_fold(task, ctx.texts, ctx.labels, ctx.sources)
     shared = fitted_fold(ctx, "strat", 0)
     second = np.asarray(shared.detector.score(list(ctx.texts[task.test_idx])), dtype=np.float64)
     replays = [

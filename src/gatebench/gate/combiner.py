@@ -35,6 +35,7 @@ def cross_fit(
     n_folds: int,
     seed: int,
     groups: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Out-of-fold head outputs for every training row.
 
@@ -53,6 +54,8 @@ def cross_fit(
     groups : ndarray, optional
         A group per row; rows of one group share a fold (stratified group
         folds), so each row's outputs come from heads that saw none of its group.
+    weight : ndarray, optional
+        A training weight per row, handed to each sub-fit for its rows.
 
     Returns
     -------
@@ -76,7 +79,8 @@ def cross_fit(
     for fit_idx, out_idx in folds:
         fit_views, out_views = views.take(fit_idx), views.take(out_idx)
         for j, head in enumerate(make_heads()):
-            head.fit_x(head.x_of(fit_views), y[fit_idx])
+            w = None if weight is None else weight[fit_idx]
+            head.fit_x(head.x_of(fit_views), y[fit_idx], w)
             x_out = head.x_of(out_views)
             cols = head.meta_x(x_out)
             if meta[j] is None:
@@ -171,11 +175,18 @@ class Combiner(_Calibrated):
         y_valid: np.ndarray,
         *,
         feature_names: list[str] | None = None,
+        weight: np.ndarray | None = None,
     ) -> Self:
-        """Boost on ``x`` with early stopping on ``x_valid``, then calibrate on it."""
+        """Boost on ``x`` (rows weighted by ``weight``) with early stopping on ``x_valid``.
+
+        The validation rows stay unweighted: early stopping and the Platt
+        calibration fitted on them answer to the data as it comes.
+        """
         import lightgbm as lgb
 
-        train = lgb.Dataset(x, y, feature_name=feature_names or "auto", free_raw_data=True)
+        train = lgb.Dataset(
+            x, y, weight=weight, feature_name=feature_names or "auto", free_raw_data=True
+        )
         valid = lgb.Dataset(x_valid, y_valid, reference=train)
         self.booster = lgb.train(
             self.params,
@@ -242,6 +253,7 @@ class HeadMean(_Calibrated):
         y_valid: np.ndarray,
         *,
         feature_names: list[str] | None = None,
+        weight: np.ndarray | None = None,
     ) -> Self:
         """Calibrate on the validation rows (the training rows teach it nothing)."""
 
@@ -304,10 +316,11 @@ class Blend(_Calibrated):
         y_valid: np.ndarray,
         *,
         feature_names: list[str] | None = None,
+        weight: np.ndarray | None = None,
     ) -> Self:
         """Fit the trees as usual, then calibrate the blend on the validation rows."""
 
-        self.trees.fit(x, y, x_valid, y_valid, feature_names=feature_names)
+        self.trees.fit(x, y, x_valid, y_valid, feature_names=feature_names, weight=weight)
         self.platt = fit_platt(self.raw(x_valid), y_valid)
         return self
 

@@ -138,6 +138,12 @@ class Gate:
         and whole clusters are held out together, so the combiners learn how
         each head behaves on text unlike what it was fitted on, not on
         near-copies of it: the situation of a source the model never saw.
+    balance : float
+        In [0, 1]. 0: every training row counts once. Above 0, the heads and
+        the combiners weight each row by ``n ** -balance``, ``n`` being the
+        rows of its label from its source (rescaled per label), so that a
+        few large sources do not decide what the model learns; ``fit`` then
+        needs ``sources`` (see :mod:`~gatebench.gate.balance`).
     """
 
     name = "gate"
@@ -168,6 +174,7 @@ class Gate:
         combine: str = "trees",
         stack_groups: int = 0,
         blend_heads: Sequence[str] = ("embed",),
+        balance: float = 0.0,
     ) -> None:
         check_params(
             heads=heads,
@@ -176,6 +183,7 @@ class Gate:
             band_fraction=band_fraction,
             stack_groups=stack_groups,
             blend_heads=blend_heads,
+            balance=balance,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -211,6 +219,7 @@ class Gate:
         self.combine = combine
         self.stack_groups = int(stack_groups)
         self.blend_heads = tuple(blend_heads)
+        self.balance = float(balance)
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------
@@ -294,7 +303,14 @@ class Gate:
         return column_names(heads, self._feature_cols, combine=self.combine)
 
     # -- fit ---------------------------------------------------------------------------
-    def fit(self, texts: Sequence[str], labels: np.ndarray, *, valid: Valid = None) -> Self:
+    def fit(
+        self,
+        texts: Sequence[str],
+        labels: np.ndarray,
+        *,
+        valid: Valid = None,
+        sources: Sequence[str] | None = None,
+    ) -> Self:
         """Fit heads, combiner, band and deferred stage.
 
         Parameters
@@ -306,8 +322,11 @@ class Gate:
         valid : (texts, labels), optional
             Early-stopping, calibration and band-setting rows. When omitted,
             a stratified 15% of the training rows is held out for them.
+        sources : sequence of str, optional
+            The source of each training text; ``balance`` needs it, and
+            nothing else reads it.
         """
-        fit_gate(self, texts, labels, valid)
+        fit_gate(self, texts, labels, valid, sources)
         return self
 
     def _sentence_proba(self, views: Views, fast_meta: list[np.ndarray]) -> np.ndarray:

@@ -25,6 +25,7 @@ def check_params(
     band_fraction: float,
     stack_groups: int,
     blend_heads: Sequence[str],
+    balance: float = 0.0,
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -40,6 +41,8 @@ def check_params(
         raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
     if stack_groups < 0 or stack_groups == 1:
         raise ValueError(f"stack_groups={stack_groups!r}: use 0 (off) or at least 2, e.g. 40")
+    if not 0.0 <= balance <= 1.0:
+        raise ValueError(f"balance={balance!r} must be in [0, 1], e.g. 0.5 (0: off)")
     if combine == "blend" and (
         not blend_heads or set(blend_heads) - set(heads) or NeighbourHead.name in blend_heads
     ):

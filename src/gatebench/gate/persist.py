@@ -111,6 +111,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "combine": gate.combine,
         "stack_groups": gate.stack_groups,
         "blend_heads": list(gate.blend_heads),
+        "balance": gate.balance,
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -231,6 +232,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         combine=str(meta.get("combine", "trees")),
         stack_groups=int(meta.get("stack_groups", 0)),
         blend_heads=tuple(meta.get("blend_heads", ("embed",))),
+        balance=float(meta.get("balance", 0.0)),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache

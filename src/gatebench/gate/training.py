@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gatebench.gate.balance import balance_weights
 from gatebench.gate.columns import column_direction
 from gatebench.gate.combiner import Blend, Combiner, HeadMean, cross_fit
 from gatebench.gate.features import escalation_cues
@@ -24,7 +25,7 @@ from gatebench.gate.views import Views
 if TYPE_CHECKING:
     from gatebench.gate.model import Gate
 
-__all__ = ["cluster_groups", "fit_gate"]
+__all__ = ["cluster_groups", "fit_gate", "row_weights"]
 
 _EPS = 1e-6
 
@@ -49,11 +50,34 @@ def cluster_groups(views: Views, n_groups: int, seed: int) -> np.ndarray | None:
     return np.asarray(km.fit_predict(np.asarray(views.static, dtype=np.float64)))
 
 
-def fit_gate(gate: Gate, texts: Sequence[str], labels: np.ndarray, valid: Valid) -> None:
+def row_weights(
+    gate: Gate, y: np.ndarray, sources: Sequence[str] | np.ndarray | None
+) -> np.ndarray | None:
+    """The training rows' weights under Gate's ``balance`` (None: unweighted)."""
+    if not gate.balance:
+        return None
+    if sources is None:
+        raise ValueError(
+            f"balance={gate.balance!r} weights rows by their source, but fit() got no "
+            "sources; pass sources=[one name per training text], or balance=0"
+        )
+    return balance_weights(np.asarray(sources, dtype=object), y, gate.balance)
+
+
+def fit_gate(
+    gate: Gate,
+    texts: Sequence[str],
+    labels: np.ndarray,
+    valid: Valid,
+    sources: Sequence[str] | None = None,
+) -> None:
     """Fit ``gate`` in place: heads, combiner, band and deferred stage (see :meth:`Gate.fit`)."""
     t0 = time.perf_counter()
     y = np.asarray(labels, dtype=np.int64)
     texts = list(texts)
+    src = None if sources is None else np.asarray(sources, dtype=object)
+    if src is not None and len(src) != len(texts):
+        raise ValueError(f"fit() got {len(src)} sources for {len(texts)} training texts")
     if valid is None:
         from sklearn.model_selection import train_test_split
 
@@ -61,6 +85,8 @@ def fit_gate(gate: Gate, texts: Sequence[str], labels: np.ndarray, valid: Valid)
         tr, va = train_test_split(idx, test_size=0.15, stratify=y, random_state=gate.seed)
         valid = ([texts[i] for i in va], y[va])
         texts, y = [texts[i] for i in tr], y[tr]
+        src = None if src is None else src[tr]
+    weight = row_weights(gate, y, src)
     v_texts, v_y = list(valid[0]), np.asarray(valid[1], dtype=np.int64)
     feat = gate._get_featurizer()
     views, v_views = feat(texts), feat(v_texts)
@@ -68,12 +94,16 @@ def fit_gate(gate: Gate, texts: Sequence[str], labels: np.ndarray, valid: Valid)
 
     # One clustering per fit: the fast and MiniLM heads are cross-fitted on the same folds.
     groups = cluster_groups(views, gate.stack_groups, gate.seed)
-    heads, oof_meta = _stack(gate, gate._make_heads, views, y, groups)
+    heads, oof_meta = _stack(gate, gate._make_heads, views, y, groups, weight)
     t_cross = time.perf_counter()
     gate.heads = {h.name: h for h in heads}
     v_meta = [h.meta_x(h.x_of(v_views)) for h in heads]
     gate.combiner = _new_combiner(gate, sentence=False).fit(
-        gate._combiner_x(oof_meta, views), y, gate._combiner_x(v_meta, v_views), v_y
+        gate._combiner_x(oof_meta, views),
+        y,
+        gate._combiner_x(v_meta, v_views),
+        v_y,
+        weight=weight,
     )
     t_comb = time.perf_counter()
 
@@ -81,7 +111,7 @@ def fit_gate(gate: Gate, texts: Sequence[str], labels: np.ndarray, valid: Valid)
     p_base = p_valid
     t_sent = time.perf_counter()
     if gate.sentence:
-        p_base = _fit_sentence(gate, views, y, v_views, v_y, oof_meta, v_meta, groups)
+        p_base = _fit_sentence(gate, views, y, v_views, v_y, oof_meta, v_meta, groups, weight)
     t_sent = time.perf_counter() - t_sent
     _set_head_thresholds(gate, v_views, v_y)
     _fit_cascade(gate, v_texts, v_views, v_y, p_valid, p_base)
@@ -89,6 +119,7 @@ def fit_gate(gate: Gate, texts: Sequence[str], labels: np.ndarray, valid: Valid)
     gate.fit_info = {
         "n_train": len(texts),
         "n_valid": len(v_texts),
+        "weighted": weight is not None,
         "best_iteration": gate.combiner.best_iteration,
         "band": list(gate.band),
         "deferred_coef": [float(c) for c in gate.deferred.coef],
@@ -123,18 +154,19 @@ def _stack(
     views: Views,
     y: np.ndarray,
     groups: np.ndarray | None,
+    weight: np.ndarray | None = None,
 ) -> tuple[list[Head], list[np.ndarray]]:
-    """Cross-fit ``make()``'s heads, then fit each on every row.
+    """Cross-fit ``make()``'s heads, then fit each on every row (rows weighted by ``weight``).
 
     Returns the fitted heads (Platt-calibrated on their out-of-fold
     margins) and the out-of-fold combiner columns of every head.
     """
     oof_meta, oof_dec = cross_fit(
-        make, views, y, n_folds=gate.n_folds, seed=gate.seed, groups=groups
+        make, views, y, n_folds=gate.n_folds, seed=gate.seed, groups=groups, weight=weight
     )
     heads = make()
     for j, head in enumerate(heads):
-        head.fit_x(head.x_of(views), y)
+        head.fit_x(head.x_of(views), y, weight)
         head.calibrate(oof_dec[:, j], y)
     return heads, oof_meta
 
@@ -148,6 +180,7 @@ def _fit_sentence(
     oof_meta: list[np.ndarray],
     v_meta: list[np.ndarray],
     groups: np.ndarray | None,
+    weight: np.ndarray | None = None,
 ) -> np.ndarray:
     """Fit the MiniLM heads and the deferred combiner; return its validation P(attack).
 
@@ -157,7 +190,7 @@ def _fit_sentence(
     """
     gate._sentence_views(views)
     gate._sentence_views(v_views)
-    heads, s_oof = _stack(gate, gate._make_sentence_heads, views, y, groups)
+    heads, s_oof = _stack(gate, gate._make_sentence_heads, views, y, groups, weight)
     gate.sentence_heads = {h.name: h for h in heads}
     v_s = [h.meta_x(h.x_of(v_views)) for h in heads]
     gate.sentence_combiner = _new_combiner(gate, sentence=True).fit(
@@ -165,6 +198,7 @@ def _fit_sentence(
         y,
         gate._combiner_x([*v_meta, *v_s], v_views),
         v_y,
+        weight=weight,
     )
     return gate.sentence_combiner.proba(gate._combiner_x([*v_meta, *v_s], v_views))
 

@@ -71,8 +71,8 @@ class Head:
         """This head's input taken from shared views."""
         return getattr(views, self.view)
 
-    def fit_x(self, x: Any, y: np.ndarray) -> Self:
-        """Fit on a precomputed representation."""
+    def fit_x(self, x: Any, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
+        """Fit on a precomputed representation; ``weight`` is one per row (None: all 1)."""
         raise NotImplementedError
 
     def decision_x(self, x: Any) -> np.ndarray:

@@ -60,7 +60,7 @@ class CharHead(LinearHead):
     def represent(self, texts: Sequence[str]) -> sp.csr_matrix:
         return char_ngram_counts(list(texts), self.ngram_range, self.n_features)
 
-    def fit_x(self, x: sp.csr_matrix, y: np.ndarray) -> Self:
+    def fit_x(self, x: sp.csr_matrix, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
         from sklearn.linear_model import SGDClassifier
 
         self.tfidf.fit(x)
@@ -71,7 +71,7 @@ class CharHead(LinearHead):
             tol=None,
             average=True,
             random_state=self.seed,
-        ).fit(self.tfidf.transform(x), y)
+        ).fit(self.tfidf.transform(x), y, sample_weight=weight)
         self.coef = model.coef_.ravel().astype(np.float32)
         self.intercept = float(model.intercept_[0])
         return self

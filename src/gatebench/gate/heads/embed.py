@@ -64,10 +64,10 @@ class EmbedHead(EmbeddingInput, LinearHead):
         self.C = float(C)
         self.embedder = embedder
 
-    def fit_x(self, x: np.ndarray, y: np.ndarray) -> Self:
+    def fit_x(self, x: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
         from sklearn.linear_model import LogisticRegression
 
-        lr = LogisticRegression(C=self.C, max_iter=3000).fit(x, y)
+        lr = LogisticRegression(C=self.C, max_iter=3000).fit(x, y, sample_weight=weight)
         self.coef = lr.coef_.ravel().astype(np.float32)
         self.intercept = float(lr.intercept_[0])
         return self

@@ -59,14 +59,16 @@ class FeatureHead(LinearHead):
         z = np.sign(x) * np.log1p(np.abs(x))
         return np.asarray((z - self.mean) / self.scale)
 
-    def fit_x(self, x: np.ndarray, y: np.ndarray) -> Self:
+    def fit_x(self, x: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
         from sklearn.linear_model import LogisticRegression
 
         z = np.sign(x) * np.log1p(np.abs(x))
         self.mean = z.mean(axis=0).astype(np.float32)
         sd = z.std(axis=0)
         self.scale = np.where(sd > 0, sd, 1.0).astype(np.float32)
-        lr = LogisticRegression(C=self.C, max_iter=3000).fit(self._scale(x), y)
+        lr = LogisticRegression(C=self.C, max_iter=3000).fit(
+            self._scale(x), y, sample_weight=weight
+        )
         self.coef = lr.coef_.ravel().astype(np.float32)
         self.intercept = float(lr.intercept_[0])
         return self

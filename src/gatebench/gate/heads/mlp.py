@@ -68,7 +68,7 @@ class MLPHead(EmbeddingInput, Head):
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
 
-    def fit_x(self, x: np.ndarray, y: np.ndarray) -> Self:
+    def fit_x(self, x: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
         from sklearn.neural_network import MLPClassifier
 
         model = MLPClassifier(
@@ -77,7 +77,7 @@ class MLPHead(EmbeddingInput, Head):
             early_stopping=True,
             max_iter=self.max_epochs,
             random_state=self.seed,
-        ).fit(np.asarray(x, dtype=np.float32), y)
+        ).fit(np.asarray(x, dtype=np.float32), y, sample_weight=weight)
         self.weights = [w.astype(np.float32) for w in model.coefs_]
         self.biases = [b.astype(np.float32) for b in model.intercepts_]
         return self

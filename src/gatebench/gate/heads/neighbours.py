@@ -91,7 +91,8 @@ class NeighbourHead(EmbeddingInput, Head):
     def x_of(self, views: Views) -> Keyed:
         return getattr(views, self.view), views.text_keys()
 
-    def fit_x(self, x: np.ndarray | Keyed, y: np.ndarray) -> Self:
+    def fit_x(self, x: np.ndarray | Keyed, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
+        # A bank holds every training text once; a weight has no meaning for it.
         emb, keys = _split_keyed(x)
         # Rounded through float16, the precision the model directory stores
         # the banks in, so a reloaded model scores identically.

@@ -62,16 +62,17 @@ class WordHead(LinearHead):
     def _nb(self, x: sp.csr_matrix) -> sp.csr_matrix:
         return self.tfidf.transform(x, binary=True).multiply(self.ratio).tocsr()
 
-    def fit_x(self, x: sp.csr_matrix, y: np.ndarray) -> Self:
+    def fit_x(self, x: sp.csr_matrix, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
         from sklearn.svm import LinearSVC
 
         self.tfidf.fit(x)
         present = x.copy()
         present.data = np.ones_like(present.data)
-        p = np.asarray(present[y == 1].sum(axis=0)).ravel() + self.smoothing
-        q = np.asarray(present[y == 0].sum(axis=0)).ravel() + self.smoothing
+        w = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
+        p = np.asarray(present[y == 1].T @ w[y == 1]).ravel() + self.smoothing
+        q = np.asarray(present[y == 0].T @ w[y == 0]).ravel() + self.smoothing
         self.ratio = np.log((p / p.sum()) / (q / q.sum())).astype(np.float32)
-        svm = LinearSVC(C=self.C, random_state=self.seed).fit(self._nb(x), y)
+        svm = LinearSVC(C=self.C, random_state=self.seed).fit(self._nb(x), y, sample_weight=weight)
         self.coef = svm.coef_.ravel().astype(np.float32)
         self.intercept = float(svm.intercept_[0])
         return self

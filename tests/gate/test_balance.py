@@ -1,0 +1,113 @@
+"""Source-balanced row weights: the weights themselves, and that Gate's fit uses them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gatebench.detectors import fit_detector
+from gatebench.gate import Gate
+from gatebench.gate.balance import balance_weights
+
+
+def test_power_zero_leaves_every_row_at_one() -> None:
+    groups = np.array(["a", "a", "a", "b", "b", "c"])
+    y = np.array([1, 1, 0, 0, 0, 1])
+    assert np.array_equal(balance_weights(groups, y, 0.0), np.ones(6))
+
+
+def test_power_one_gives_each_cell_of_a_label_equal_weight() -> None:
+    rng = np.random.default_rng(0)
+    groups = rng.choice(["big", "mid", "tiny"], p=[0.8, 0.15, 0.05], size=2000)
+    y = rng.integers(0, 2, size=2000)
+    w = balance_weights(groups, y, 1.0)
+    for label in (0, 1):
+        rows = y == label
+        # The label keeps its row count as total weight...
+        assert w[rows].sum() == pytest.approx(rows.sum())
+        # ... shared equally between its (group, label) cells.
+        totals = [w[rows & (groups == g)].sum() for g in ("big", "mid", "tiny")]
+        assert np.allclose(totals, rows.sum() / 3)
+
+
+def test_half_power_tempers_between_rows_and_cells() -> None:
+    groups = np.array(["big"] * 90 + ["small"] * 10)
+    y = np.zeros(100, dtype=int)
+    w = balance_weights(groups, y, 0.5)
+    small, big = w[groups == "small"].sum(), w[groups == "big"].sum()
+    # Unweighted the small source holds 10% of the weight, fully balanced 50%; sqrt: 25%.
+    assert small / (small + big) == pytest.approx(np.sqrt(10) / (np.sqrt(10) + np.sqrt(90)))
+    assert w.sum() == pytest.approx(100)
+
+
+def test_bad_power_and_shapes_are_named() -> None:
+    with pytest.raises(ValueError, match=r"power=1\.5"):
+        balance_weights(np.zeros(3), np.zeros(3), 1.5)
+    with pytest.raises(ValueError, match="shape"):
+        balance_weights(np.zeros(3), np.zeros(4), 0.5)
+    with pytest.raises(ValueError, match=r"balance=-0\.1"):
+        Gate(balance=-0.1)
+
+
+@pytest.fixture(scope="module")
+def gate_kw(embedder):  # type: ignore[no-untyped-def]
+    return {
+        "embedder": embedder,
+        "n_folds": 2,
+        "cache_dir": None,
+        "heads": ["char", "word", "embed", "features"],
+        "sentence": False,
+    }
+
+
+def test_one_source_per_label_is_the_unweighted_fit(dataset, gate_kw) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    one_each = ["attacks" if label else "benign" for label in y]
+    plain = Gate(seed=3, **gate_kw).fit(texts, y)
+    balanced = Gate(seed=3, balance=1.0, **gate_kw).fit(texts, y, sources=one_each)
+    # Every row's cell is its whole label, so every weight is 1: the same model.
+    assert balanced.fit_info["weighted"] and not plain.fit_info["weighted"]
+    assert np.array_equal(plain.score(texts[:60]), balanced.score(texts[:60]))
+
+
+def test_unequal_sources_change_the_fit_and_survive_a_reload(dataset, gate_kw, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    # Long documents (every third and sixth row) in one small source per label.
+    sources = [("docs" if i % 6 >= 4 else "short") + str(label) for i, label in enumerate(y)]
+    sources = [s if i % 7 else s + "-rare" for i, s in enumerate(sources)]
+    plain = Gate(seed=3, **gate_kw).fit(texts, y)
+    balanced = Gate(seed=3, balance=0.5, **gate_kw).fit(texts, y, sources=sources)
+    probe = texts[:60]
+    assert not np.allclose(plain.score(probe), balanced.score(probe))
+    again = Gate.load(balanced.save(tmp_path / "model"))
+    assert again.balance == 0.5
+    assert np.array_equal(again.score(probe), balanced.score(probe))
+
+
+def test_balance_without_sources_says_what_to_pass(dataset, gate_kw) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    with pytest.raises(ValueError, match="sources="):
+        Gate(seed=3, balance=0.5, **gate_kw).fit(texts, y)
+    with pytest.raises(ValueError, match="3 sources for"):
+        Gate(seed=3, balance=0.5, **gate_kw).fit(texts, y, sources=["a", "b", "c"])
+
+
+def test_fit_detector_hands_sources_only_to_a_fit_that_takes_them() -> None:
+    seen: dict[str, object] = {}
+
+    class Plain:
+        name, requires_fit = "plain", True
+
+        def fit(self, texts, labels, *, valid=None):  # type: ignore[no-untyped-def]
+            seen["plain"] = len(texts)
+            return self
+
+    class Sourced(Plain):
+        def fit(self, texts, labels, *, valid=None, sources=None):  # type: ignore[no-untyped-def]
+            seen["sourced"] = list(sources)
+            return self
+
+    y = np.array([0, 1])
+    fit_detector(Plain(), ["a", "b"], y, valid=None, sources=["s", "t"])  # type: ignore[arg-type]
+    fit_detector(Sourced(), ["a", "b"], y, valid=None, sources=["s", "t"])  # type: ignore[arg-type]
+    assert seen == {"plain": 2, "sourced": ["s", "t"]}
