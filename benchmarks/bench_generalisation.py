@@ -16,6 +16,10 @@ per-source primaries it reports what an outside evaluation would see at the
 model's own threshold: pooled FPR on held-out benign prompts and pooled
 recall on held-out attacks, and the AUC of the held-out rows.
 
+``--fit-seed`` draws another inner split and detector seed for every refit
+(the trace stays the same): the spread between draws is what a lever's
+difference has to exceed.
+
 Rows are appended to a JSON-lines file as each refit finishes, so an
 interrupted run keeps what it has. Usage::
 
@@ -197,12 +201,12 @@ def _one(
     detector: str,
     params: dict,
     scores_dir: Path | None = None,
+    seed: int = 20260527,
 ) -> dict[str, Any]:
     from gatebench.detectors import DetectorSpec, fit_detector, make_detector
     from gatebench.seeding import child_seed
     from gatebench.split.splitters import inner_split
 
-    seed = 20260527
     texts = frame["text"].to_numpy(dtype=object)
     y = frame["label"].to_numpy(dtype=np.int64)
     held = frame["source"].isin(held_sources).to_numpy()
@@ -257,6 +261,12 @@ def main() -> None:
     ap.add_argument("--sources", nargs="*", default=["default"], help="trace sources or preset")
     ap.add_argument("--seed", type=int, default=20260527, help="trace seed (gatebench run's)")
     ap.add_argument(
+        "--fit-seed",
+        type=int,
+        default=20260527,
+        help="root of each refit's inner split and detector seed (another value: another draw)",
+    )
+    ap.add_argument(
         "--embedded", type=int, default=0, help="constructed embedded injections (run default: 0)"
     )
     ap.add_argument(
@@ -310,7 +320,8 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     parallel = Parallel(n_jobs=args.jobs, return_as="generator_unordered")
     for row in parallel(
-        delayed(_one)(k, v, frame, args.detector, params, args.scores) for k, v in todo
+        delayed(_one)(k, v, frame, args.detector, params, args.scores, args.fit_seed)
+        for k, v in todo
     ):
         with args.out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import pandas as pd
@@ -200,7 +200,7 @@ class _SourceRecorder:
 
     name = "source-recorder"
     requires_fit = True
-    fits: list[list[tuple[str, str]]] = []
+    fits: ClassVar[list[list[tuple[str, str]]]] = []
 
     def __init__(self, *, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)

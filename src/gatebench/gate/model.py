@@ -144,6 +144,11 @@ class Gate:
         rows of its label from its source (rescaled per label), so that a
         few large sources do not decide what the model learns; ``fit`` then
         needs ``sources`` (see :mod:`~gatebench.gate.balance`).
+    stack_sources : bool
+        Hold whole training sources out of each inner cross-fit instead of
+        random rows (or ``stack_groups`` clusters), so the combiners learn
+        how each head does on a source it was not fitted on; ``fit`` then
+        needs ``sources``. Excludes ``stack_groups``.
     """
 
     name = "gate"
@@ -175,6 +180,7 @@ class Gate:
         stack_groups: int = 0,
         blend_heads: Sequence[str] = ("embed",),
         balance: float = 0.0,
+        stack_sources: bool = False,
     ) -> None:
         check_params(
             heads=heads,
@@ -184,6 +190,7 @@ class Gate:
             stack_groups=stack_groups,
             blend_heads=blend_heads,
             balance=balance,
+            stack_sources=stack_sources,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -220,6 +227,7 @@ class Gate:
         self.stack_groups = int(stack_groups)
         self.blend_heads = tuple(blend_heads)
         self.balance = float(balance)
+        self.stack_sources = bool(stack_sources)
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------
@@ -323,8 +331,8 @@ class Gate:
             Early-stopping, calibration and band-setting rows. When omitted,
             a stratified 15% of the training rows is held out for them.
         sources : sequence of str, optional
-            The source of each training text; ``balance`` needs it, and
-            nothing else reads it.
+            The source of each training text; ``balance`` and
+            ``stack_sources`` need it, and nothing else reads it.
         """
         fit_gate(self, texts, labels, valid, sources)
         return self

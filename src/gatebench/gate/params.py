@@ -26,6 +26,7 @@ def check_params(
     stack_groups: int,
     blend_heads: Sequence[str],
     balance: float = 0.0,
+    stack_sources: bool = False,
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -41,6 +42,11 @@ def check_params(
         raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
     if stack_groups < 0 or stack_groups == 1:
         raise ValueError(f"stack_groups={stack_groups!r}: use 0 (off) or at least 2, e.g. 40")
+    if stack_sources and stack_groups:
+        raise ValueError(
+            f"stack_sources=true and stack_groups={stack_groups!r} both set the inner folds' "
+            "groups; keep one (stack_groups=0 with stack_sources)"
+        )
     if not 0.0 <= balance <= 1.0:
         raise ValueError(f"balance={balance!r} must be in [0, 1], e.g. 0.5 (0: off)")
     if combine == "blend" and (

@@ -112,6 +112,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "stack_groups": gate.stack_groups,
         "blend_heads": list(gate.blend_heads),
         "balance": gate.balance,
+        "stack_sources": gate.stack_sources,
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -233,6 +234,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         stack_groups=int(meta.get("stack_groups", 0)),
         blend_heads=tuple(meta.get("blend_heads", ("embed",))),
         balance=float(meta.get("balance", 0.0)),
+        stack_sources=bool(meta.get("stack_sources", False)),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache

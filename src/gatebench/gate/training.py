@@ -25,7 +25,7 @@ from gatebench.gate.views import Views
 if TYPE_CHECKING:
     from gatebench.gate.model import Gate
 
-__all__ = ["cluster_groups", "fit_gate", "row_weights"]
+__all__ = ["cluster_groups", "fit_gate", "inner_groups", "row_weights"]
 
 _EPS = 1e-6
 
@@ -50,18 +50,34 @@ def cluster_groups(views: Views, n_groups: int, seed: int) -> np.ndarray | None:
     return np.asarray(km.fit_predict(np.asarray(views.static, dtype=np.float64)))
 
 
-def row_weights(
-    gate: Gate, y: np.ndarray, sources: Sequence[str] | np.ndarray | None
-) -> np.ndarray | None:
+def _require_sources(sources: np.ndarray | None, setting: str, off: str) -> np.ndarray:
+    if sources is None:
+        raise ValueError(
+            f"{setting} needs each training row's source, but fit() got no sources; "
+            f"pass sources=[one name per training text], or {off}"
+        )
+    return sources
+
+
+def row_weights(gate: Gate, y: np.ndarray, sources: np.ndarray | None) -> np.ndarray | None:
     """The training rows' weights under Gate's ``balance`` (None: unweighted)."""
     if not gate.balance:
         return None
-    if sources is None:
-        raise ValueError(
-            f"balance={gate.balance!r} weights rows by their source, but fit() got no "
-            "sources; pass sources=[one name per training text], or balance=0"
-        )
-    return balance_weights(np.asarray(sources, dtype=object), y, gate.balance)
+    src = _require_sources(sources, f"balance={gate.balance!r}", "balance=0")
+    return balance_weights(src, y, gate.balance)
+
+
+def inner_groups(gate: Gate, views: Views, sources: np.ndarray | None) -> np.ndarray | None:
+    """Groups the inner cross-fit keeps whole: sources, clusters, or none (plain folds).
+
+    With ``stack_sources`` every training row's combiner column comes from
+    heads fitted without any row of its source: the combiner learns how each
+    head behaves on a source it never saw, the situation of deployment.
+    """
+    if gate.stack_sources:
+        src = _require_sources(sources, "stack_sources=true", "stack_sources=false")
+        return np.unique(src.astype(str), return_inverse=True)[1].ravel()
+    return cluster_groups(views, gate.stack_groups, gate.seed)
 
 
 def fit_gate(
@@ -92,8 +108,8 @@ def fit_gate(
     views, v_views = feat(texts), feat(v_texts)
     t_feat = time.perf_counter()
 
-    # One clustering per fit: the fast and MiniLM heads are cross-fitted on the same folds.
-    groups = cluster_groups(views, gate.stack_groups, gate.seed)
+    # One grouping per fit: the fast and MiniLM heads are cross-fitted on the same folds.
+    groups = inner_groups(gate, views, src)
     heads, oof_meta = _stack(gate, gate._make_heads, views, y, groups, weight)
     t_cross = time.perf_counter()
     gate.heads = {h.name: h for h in heads}

@@ -1,4 +1,4 @@
-"""Source-balanced row weights: the weights themselves, and that Gate's fit uses them."""
+"""Fitting on sources: balanced row weights, and inner folds that hold whole sources out."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_unequal_sources_change_the_fit_and_survive_a_reload(dataset, gate_kw, t
 
 def test_balance_without_sources_says_what_to_pass(dataset, gate_kw) -> None:  # type: ignore[no-untyped-def]
     texts, y = dataset
-    with pytest.raises(ValueError, match="sources="):
+    with pytest.raises(ValueError, match=r"balance=0\.5 needs"):
         Gate(seed=3, balance=0.5, **gate_kw).fit(texts, y)
     with pytest.raises(ValueError, match="3 sources for"):
         Gate(seed=3, balance=0.5, **gate_kw).fit(texts, y, sources=["a", "b", "c"])
@@ -111,3 +111,23 @@ def test_fit_detector_hands_sources_only_to_a_fit_that_takes_them() -> None:
     fit_detector(Plain(), ["a", "b"], y, valid=None, sources=["s", "t"])  # type: ignore[arg-type]
     fit_detector(Sourced(), ["a", "b"], y, valid=None, sources=["s", "t"])  # type: ignore[arg-type]
     assert seen == {"plain": 2, "sourced": ["s", "t"]}
+
+
+def test_stack_sources_holds_whole_sources_out_of_each_inner_fit(dataset, gate_kw) -> None:  # type: ignore[no-untyped-def]
+    from gatebench.gate.training import inner_groups
+
+    texts, y = dataset
+    sources = [f"s{i % 7}" for i in range(len(texts))]
+    gate = Gate(seed=3, stack_sources=True, **gate_kw)
+    groups = inner_groups(gate, None, np.asarray(sources, dtype=object))  # type: ignore[arg-type]
+    assert groups is not None
+    # One group per source, the same for every row of it.
+    assert len(np.unique(groups)) == 7
+    assert all(groups[i] == groups[i % 7] for i in range(len(texts)))
+    fitted = gate.fit(texts, y, sources=sources)
+    plain = Gate(seed=3, **gate_kw).fit(texts, y)
+    assert not np.allclose(fitted.score(texts[:60]), plain.score(texts[:60]))
+    with pytest.raises(ValueError, match="stack_sources=true needs"):
+        Gate(seed=3, stack_sources=True, **gate_kw).fit(texts, y)
+    with pytest.raises(ValueError, match="keep one"):
+        Gate(stack_sources=True, stack_groups=8)
