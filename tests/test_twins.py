@@ -145,3 +145,23 @@ def test_train_ships_a_model_of_the_twins_trace(mirror: Path, tmp_path: Path) ->
     )
     assert run.exit_code == 0, run.output
     fails_cleanly([*args, "--twins", "20", "--run", str(plain), str(tmp_path / "m2")], "trace")
+
+
+def test_train_takes_params_and_refuses_a_run_of_other_params(mirror: Path, tmp_path: Path) -> None:
+    args = ["-d", "tfidf-lr", "--data-dir", str(mirror), "-s", "xstest", "-s", "mt-bench"]
+    run_dir = tmp_path / "run"
+    run = runner.invoke(
+        app,
+        ["run", *args, "--param", "C=2.0", "--bootstrap", "200", "--diagnostics", "none",
+         "--out", str(run_dir)],
+    )  # fmt: skip
+    assert run.exit_code == 0, run.output
+    model = tmp_path / "model"
+    shipped = runner.invoke(
+        app, ["train", *args, "--param", "C=2.0", "--run", str(run_dir), str(model)]
+    )
+    assert shipped.exit_code == 0, shipped.output
+    meta = json.loads((model / MANIFEST).read_text())
+    assert meta["detector"] == {"name": "tfidf-lr", "params": {"C": 2.0}}
+    # Without the run's parameters the run's threshold would ship on another model's scores.
+    fails_cleanly(["train", *args, "--run", str(run_dir), str(tmp_path / "m2")], "parameters")

@@ -105,6 +105,13 @@ def train(
             f"--run {run_dir} evaluated {result.detector.name!r}, not {config.detector!r}; "
             "pass a run of the same detector or omit --run"
         )
+    if dict(result.detector.params) != dict(config.detector_params):
+        # Its operating point is a threshold on another model's scores.
+        raise ConfigError(
+            f"--run {run_dir} evaluated {config.detector!r} with parameters "
+            f"{dict(result.detector.params)}, but these options give "
+            f"{dict(config.detector_params)}; pass the run's --param values or omit --run"
+        )
     trace = _build(config, cache_dir=config.cache_dir)
     if trace.trace_id != result.trace.trace_id:
         raise ConfigError(

@@ -106,6 +106,9 @@ SkipMissing = Annotated[
     bool, typer.Option("--skip-missing", help="Run on the available sources; record the rest.")
 ]
 Seed = Annotated[int | None, typer.Option("--seed", help="Root seed.")]
+Param = Annotated[
+    list[str] | None, typer.Option("--param", help="Detector parameter KEY=JSON_VALUE.")
+]
 # How the files named in --sources are read (gatebench.data.local.FileOptions).
 TextField = Annotated[
     str | None, typer.Option("--text-field", help="Text column of your files (default: text).")

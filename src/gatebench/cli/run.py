@@ -24,6 +24,7 @@ from gatebench.cli.options import (
     IdField,
     LabelField,
     LabelMap,
+    Param,
     Roles,
     Seed,
     SkipMissing,
@@ -47,9 +48,7 @@ def run(
     detector: Annotated[
         str | None, typer.Option("--detector", "-d", help="Registered detector.")
     ] = None,
-    param: Annotated[
-        list[str] | None, typer.Option("--param", help="Detector parameter KEY=JSON_VALUE.")
-    ] = None,
+    param: Param = None,
     sources: Sources = None,
     text_field: TextField = None,
     label_field: LabelField = None,
@@ -205,6 +204,7 @@ def train(
     run_dir: Annotated[
         Path | None, typer.Option("--run", help="Take the operating point from this run.")
     ] = None,
+    param: Param = None,
     sources: Sources = None,
     text_field: TextField = None,
     label_field: LabelField = None,
@@ -238,6 +238,7 @@ def train(
         cfg = load_config(
             None,
             detector=detector,
+            detector_params=_parse_params(param),
             sources=tuple(sources) if sources else None,
             **file_options(
                 text_field, label_field, id_field, group_field, label_map, assume_label, source_name

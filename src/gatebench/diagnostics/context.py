@@ -116,21 +116,22 @@ class DiagnosticContext:
         ctx.cache["texts"] = run.texts
         return ctx
 
+    def _column(self, key: str, column: str) -> np.ndarray:
+        """One frame column as an object array, built once per context."""
+        if key not in self.cache:
+            self.cache[key] = self.frame[column].to_numpy(dtype=object)
+        out: np.ndarray = self.cache[key]
+        return out
+
     @property
     def texts(self) -> np.ndarray:
         """Row texts as an object array (what the CV workers receive)."""
-        if "texts" not in self.cache:
-            self.cache["texts"] = self.frame["text"].to_numpy(dtype=object)
-        out: np.ndarray = self.cache["texts"]
-        return out
+        return self._column("texts", "text")
 
     @property
     def sources(self) -> np.ndarray:
         """Row sources as an object array (what the CV workers receive with the texts)."""
-        if "sources" not in self.cache:
-            self.cache["sources"] = self.frame["source"].to_numpy(dtype=object)
-        out: np.ndarray = self.cache["sources"]
-        return out
+        return self._column("sources", "source")
 
     @property
     def scored(self) -> np.ndarray:
