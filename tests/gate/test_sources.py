@@ -63,7 +63,7 @@ def gate_kw(embedder):  # type: ignore[no-untyped-def]
 def test_one_source_per_label_is_the_unweighted_fit(dataset, gate_kw) -> None:  # type: ignore[no-untyped-def]
     texts, y = dataset
     one_each = ["attacks" if label else "benign" for label in y]
-    plain = Gate(seed=3, **gate_kw).fit(texts, y)
+    plain = Gate(seed=3, balance=0.0, **gate_kw).fit(texts, y, sources=one_each)
     balanced = Gate(seed=3, balance=1.0, **gate_kw).fit(texts, y, sources=one_each)
     # Every row's cell is its whole label, so every weight is 1: the same model.
     assert balanced.fit_info["weighted"] and not plain.fit_info["weighted"]
@@ -75,19 +75,22 @@ def test_unequal_sources_change_the_fit_and_survive_a_reload(dataset, gate_kw, t
     # Long documents (every third and sixth row) in one small source per label.
     sources = [("docs" if i % 6 >= 4 else "short") + str(label) for i, label in enumerate(y)]
     sources = [s if i % 7 else s + "-rare" for i, s in enumerate(sources)]
-    plain = Gate(seed=3, **gate_kw).fit(texts, y)
+    plain = Gate(seed=3, balance=0.0, **gate_kw).fit(texts, y, sources=sources)
     balanced = Gate(seed=3, balance=0.5, **gate_kw).fit(texts, y, sources=sources)
     probe = texts[:60]
     assert not np.allclose(plain.score(probe), balanced.score(probe))
     again = Gate.load(balanced.save(tmp_path / "model"))
-    assert again.balance == 0.5
+    assert again.balance == 0.5 and Gate.load(plain.save(tmp_path / "plain")).balance == 0.0
     assert np.array_equal(again.score(probe), balanced.score(probe))
 
 
-def test_balance_without_sources_says_what_to_pass(dataset, gate_kw) -> None:  # type: ignore[no-untyped-def]
+def test_without_sources_every_row_is_one_source(dataset, gate_kw) -> None:  # type: ignore[no-untyped-def]
     texts, y = dataset
-    with pytest.raises(ValueError, match=r"balance=0\.5 needs"):
-        Gate(seed=3, balance=0.5, **gate_kw).fit(texts, y)
+    unweighted = Gate(seed=3, balance=0.0, **gate_kw).fit(texts, y)
+    no_sources = Gate(seed=3, balance=0.5, **gate_kw).fit(texts, y)
+    # One source holds every row: each label is one cell, every weight 1.
+    assert not no_sources.fit_info["weighted"]
+    assert np.array_equal(unweighted.score(texts[:60]), no_sources.score(texts[:60]))
     with pytest.raises(ValueError, match="3 sources for"):
         Gate(seed=3, balance=0.5, **gate_kw).fit(texts, y, sources=["a", "b", "c"])
 

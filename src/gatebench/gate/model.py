@@ -142,8 +142,10 @@ class Gate:
         In [0, 1]. 0: every training row counts once. Above 0, the heads and
         the combiners weight each row by ``n ** -balance``, ``n`` being the
         rows of its label from its source (rescaled per label), so that a
-        few large sources do not decide what the model learns; ``fit`` then
-        needs ``sources`` (see :mod:`~gatebench.gate.balance`).
+        few large sources do not decide what the model learns (see
+        :mod:`~gatebench.gate.balance`). It needs ``fit(..., sources=...)``,
+        which the harness passes; a fit without sources takes every row to
+        come from one source, where the weights are all 1.
     stack_sources : bool
         Hold whole training sources out of each inner cross-fit instead of
         random rows (or ``stack_groups`` clusters), so the combiners learn
@@ -179,7 +181,7 @@ class Gate:
         combine: str = "trees",
         stack_groups: int = 0,
         blend_heads: Sequence[str] = ("embed",),
-        balance: float = 0.0,
+        balance: float = 0.5,
         stack_sources: bool = False,
     ) -> None:
         check_params(

@@ -60,11 +60,14 @@ def _require_sources(sources: np.ndarray | None, setting: str, off: str) -> np.n
 
 
 def row_weights(gate: Gate, y: np.ndarray, sources: np.ndarray | None) -> np.ndarray | None:
-    """The training rows' weights under Gate's ``balance`` (None: unweighted)."""
-    if not gate.balance:
+    """The training rows' weights under Gate's ``balance`` (None: unweighted).
+
+    Without ``sources`` every row is taken to come from one source; each
+    label is then a single cell, every weight is 1, and none are applied.
+    """
+    if not gate.balance or sources is None:
         return None
-    src = _require_sources(sources, f"balance={gate.balance!r}", "balance=0")
-    return balance_weights(src, y, gate.balance)
+    return balance_weights(sources, y, gate.balance)
 
 
 def inner_groups(gate: Gate, views: Views, sources: np.ndarray | None) -> np.ndarray | None:
