@@ -5,13 +5,12 @@ source holds one label. A loss summed over rows is then dominated by the
 few large, homogeneous regions (thousands of maths problems, thousands of
 translated harmful requests), and a model fits what tells *those* apart,
 including their form. Weighting each row by ``n ** -power``, where ``n`` is
-the number of training rows of its label in its group (a k-means cluster of
-the static embedding, so no source name is needed and a user's own data
-works the same way), lets small regions count closer to as much as large
-ones: ``power=1`` gives every (group, label) cell the same total weight,
+the number of training rows of its label in its group (Gate passes each
+row's source), lets small sources count closer to as much as large ones:
+``power=1`` gives every (group, label) cell the same total weight,
 ``power=0`` is the plain row-weighted loss, and values between temper it so
 that a handful of rows in a cell of their own are not blown up into a
-region's worth of weight.
+source's worth of weight.
 
 Within each label the weights are rescaled to sum to that label's row
 count, so the class balance the heads and the combiner see, and with it the

@@ -50,15 +50,6 @@ def cluster_groups(views: Views, n_groups: int, seed: int) -> np.ndarray | None:
     return np.asarray(km.fit_predict(np.asarray(views.static, dtype=np.float64)))
 
 
-def _require_sources(sources: np.ndarray | None, setting: str, off: str) -> np.ndarray:
-    if sources is None:
-        raise ValueError(
-            f"{setting} needs each training row's source, but fit() got no sources; "
-            f"pass sources=[one name per training text], or {off}"
-        )
-    return sources
-
-
 def row_weights(gate: Gate, y: np.ndarray, sources: np.ndarray | None) -> np.ndarray | None:
     """The training rows' weights under Gate's ``balance`` (None: unweighted).
 
@@ -78,8 +69,12 @@ def inner_groups(gate: Gate, views: Views, sources: np.ndarray | None) -> np.nda
     head behaves on a source it never saw, the situation of deployment.
     """
     if gate.stack_sources:
-        src = _require_sources(sources, "stack_sources=true", "stack_sources=false")
-        return np.unique(src.astype(str), return_inverse=True)[1].ravel()
+        if sources is None:
+            raise ValueError(
+                "stack_sources=true needs each training row's source, but fit() got no "
+                "sources; pass sources=[one name per training text], or stack_sources=false"
+            )
+        return np.unique(sources.astype(str), return_inverse=True)[1].ravel()
     return cluster_groups(views, gate.stack_groups, gate.seed)
 
 
