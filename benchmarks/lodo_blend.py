@@ -8,21 +8,25 @@ log-odds are standardised on its own inner-valid rows, averaged with weight
 ``w`` on the first, the threshold is re-picked by the LODO rule (max F1 s.t.
 FPR <= 1% on the inner-valid rows), and the held-out source's primary metric
 and AUC are printed for every weight. ``w = 1`` and ``w = 0`` reproduce the two
-inputs; 0.5 is the blend fixed before looking. Usage::
+inputs; 0.5 is the blend fixed before looking. ``--out FILE`` also writes the
+refits at ``--weight`` as LODO rows, so ``lodo_compare.py`` reads the blend
+beside any run (its pooled FPR, recall and place on the first run's curve).
+Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/lodo_blend.py \
-        runs/scores-gate runs/scores-ft
+        runs/scores-gate runs/scores-ft [--out runs/lodo-blend.jsonl --weight 0.5]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_generalisation import _primary, pool_prompts
+from bench_generalisation import _primary, pool_prompts, refit_row
 
 from gatebench.config import RunConfig
 
@@ -44,19 +48,25 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return np.asarray(1.0 / (1.0 + np.exp(-z)))
 
 
+def blended(a: dict, b: dict, w: float) -> tuple[np.ndarray, np.ndarray]:
+    """Inner-valid and held-out scores of ``w * a + (1 - w) * b`` (standardised log-odds)."""
+    for key in ("valid", "test"):
+        if not np.array_equal(a[key], b[key]):
+            raise SystemExit(f"the two folders scored different {key} rows: not the same refit")
+    # A sigmoid keeps the order and gives the threshold search scores in [0, 1].
+    valid = _sigmoid(w * _z(a["p_valid"], a["p_valid"]) + (1 - w) * _z(b["p_valid"], b["p_valid"]))
+    test = _sigmoid(w * _z(a["p_test"], a["p_valid"]) + (1 - w) * _z(b["p_test"], b["p_valid"]))
+    return valid, test
+
+
 def blend(a: dict, b: dict, frame: pd.DataFrame, w: float) -> tuple[float, float | None]:
     """The held-out primary metric and AUC of ``w * a + (1 - w) * b`` under the LODO rule."""
     from sklearn.metrics import roc_auc_score
 
     from gatebench.threshold import select_operating_point
 
-    for key in ("valid", "test"):
-        if not np.array_equal(a[key], b[key]):
-            raise SystemExit(f"the two folders scored different {key} rows: not the same refit")
     y = frame["label"].to_numpy(dtype=np.int64)
-    # A sigmoid keeps the order and gives the threshold search scores in [0, 1].
-    valid = _sigmoid(w * _z(a["p_valid"], a["p_valid"]) + (1 - w) * _z(b["p_valid"], b["p_valid"]))
-    test = _sigmoid(w * _z(a["p_test"], a["p_valid"]) + (1 - w) * _z(b["p_test"], b["p_valid"]))
+    valid, test = blended(a, b, w)
     theta = select_operating_point(y[a["valid"]], valid, max_fpr=0.01).threshold
     pooled = pool_prompts(frame, a["test"], test)
     yy, ss = pooled["y"].to_numpy(), pooled["s"].to_numpy()
@@ -68,7 +78,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("first", type=Path)
     ap.add_argument("second", type=Path)
+    ap.add_argument("--out", type=Path, help="write the refits at --weight as LODO rows here")
+    ap.add_argument("--weight", type=float, default=0.5, help="the first folder's weight for --out")
     args = ap.parse_args()
+    if not 0.0 <= args.weight <= 1.0:
+        raise SystemExit(f"--weight {args.weight} is outside [0, 1]; 0.5 weighs both equally")
 
     from gatebench.trace import TraceSpec, build_trace
 
@@ -93,6 +107,13 @@ def main() -> None:
             cells.append(f"{value:.3f}" + (f" ({auc:.3f})" if auc is not None else ""))
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("| mean | " + " | ".join(f"{m:.3f}" for m in means) + " |")
+    if args.out:
+        with args.out.open("w", encoding="utf-8") as fh:
+            for name in names:
+                a, b = (dict(np.load(d / f"{name}.npz")) for d in (args.first, args.second))
+                valid, test = blended(a, b, args.weight)
+                row = refit_row(name, (name,), frame, a["valid"], valid, a["test"], test)
+                fh.write(json.dumps({**row, "settings": {"weight": args.weight}}) + "\n")
 
 
 if __name__ == "__main__":

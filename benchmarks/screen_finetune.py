@@ -29,6 +29,12 @@ better than the frozen stack, before anyone builds one into Gate? Usage::
 On a machine without the mirror (a GPU host, say), save the trace first with
 ``--save-frame trace.parquet`` and pass ``--frame trace.parquet --device cuda``
 there: every layer can then be tuned (``--layers 6``) on every row.
+
+A host with torch but neither the mirror nor gatebench takes a plan instead:
+``--save-plan DIR`` writes the token ids, the refits' rows and MiniLM in half
+precision; ``finetune_worker.py DIR OUT`` fine-tunes the whole encoder there;
+``--from-scores OUT/rows.npz --out runs/lodo-ft.jsonl --scores runs/scores-ft``
+turns its scores into LODO rows and a scores folder for ``lodo_blend.py``.
 """
 
 from __future__ import annotations
@@ -43,16 +49,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bench_generalisation import refit_row, save_scores, summarise
+from bench_generalisation import _built_from, refit_row, save_scores, summarise
 
 from gatebench.config import RunConfig
 
 SEED = RunConfig.model_fields["seed"].default
 #: What the screen reads of the trace (and what ``--save-frame`` keeps).
-COLUMNS = ("sample_id", "source", "role", "label", "text")
+COLUMNS = ("sample_id", "source", "role", "label", "text", "parent_id")
 
 
-def _lower_states(texts: list[str], keep: int, max_len: int, batch: int = 64) -> tuple[Any, Any]:
+def _lower_states(
+    texts: list[str], keep: int, max_len: int, batch: int = 64
+) -> tuple[Any, Any, Any]:
     """Hidden states after MiniLM's first ``6 - keep`` layers, and the token masks."""
     import torch
     from transformers import AutoModel, AutoTokenizer
@@ -169,24 +177,83 @@ def _draw(y: np.ndarray, rows: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate(picked))
 
 
+def _split(frame: pd.DataFrame, source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inner-train, inner-valid and held-out rows: ``bench_generalisation.py``'s LODO split."""
+    from gatebench.seeding import child_seed
+    from gatebench.split.splitters import inner_split
+
+    y = frame["label"].to_numpy(dtype=np.int64)
+    held = (frame["source"] == source).to_numpy()
+    train = np.flatnonzero(~held & ~_built_from(frame, held))
+    tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(SEED, "inner", source))
+    return train[tr], train[va], np.flatnonzero(held)
+
+
+def save_plan(frame: pd.DataFrame, folder: Path, max_len: int) -> None:
+    """What ``finetune_worker.py`` needs: token ids, labels, each refit's rows, MiniLM (fp16)."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from gatebench.gate.balance import balance_weights
+    from gatebench.gate.static_embed import minilm_path
+    from gatebench.seeding import child_seed
+
+    path = str(minilm_path())
+    enc = AutoTokenizer.from_pretrained(path)(
+        frame["text"].tolist(), truncation=True, max_length=max_len, padding="max_length"
+    )
+    ids = np.asarray(enc["input_ids"], dtype=np.uint16)
+    plan: dict[str, np.ndarray] = {
+        "ids": ids,
+        "lengths": np.asarray(enc["attention_mask"]).sum(1).astype(np.int32),
+        "labels": frame["label"].to_numpy(dtype=np.int64),
+    }
+    sources = sorted(frame.loc[frame["role"] == "evaluation", "source"].unique())
+    groups = frame["source"].to_numpy(dtype=object)
+    for source in sources:
+        it, iv, test = _split(frame, source)
+        plan |= {f"train:{source}": it, f"valid:{source}": iv, f"test:{source}": test}
+        # Gate's default weighting (balance=0.5), for the worker's "balanced" configuration.
+        plan[f"weight:{source}"] = balance_weights(groups[it], plan["labels"][it], 0.5)
+        plan[f"seed:{source}"] = np.asarray(child_seed(SEED, "refit", source) % 2**31)
+    folder.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(folder / "plan.npz", **plan)
+    model = AutoModel.from_pretrained(path, dtype=torch.float16)
+    model.save_pretrained(folder / "model")
+    meta = {"sources": [str(s) for s in sources], "rows": len(frame), "max_len": max_len}
+    (folder / "plan.json").write_text(json.dumps(meta, indent=1))
+    print(f"plan for {len(sources)} refits over {len(frame)} rows -> {folder}")
+
+
+def from_scores(frame: pd.DataFrame, path: Path, args: Any) -> list[dict]:
+    """LODO rows from ``finetune_worker.py``'s scores, checked against this trace's split."""
+    rows = []
+    with np.load(path) as z:
+        sources = sorted({k.split(":", 1)[1] for k in z.files})
+        for source in sources:
+            got = {k: z[f"{k}:{source}"] for k in ("valid", "p_valid", "test", "p_test")}
+            _, iv, test = _split(frame, source)
+            if not (np.array_equal(got["valid"], iv) and np.array_equal(got["test"], test)):
+                raise SystemExit(f"{path}: {source}'s rows differ from this trace's LODO split")
+            save_scores(args.scores, source, got)
+            row = refit_row(source, (source,), frame, iv, got["p_valid"], test, got["p_test"])
+            rows.append({**row, "settings": {"scores": str(path)}})
+    return rows
+
+
 def _one(source: str, frame: pd.DataFrame, model: Any, states: Any, masks: Any, args: Any) -> dict:
     from sklearn.metrics import roc_auc_score
 
     from gatebench.seeding import child_seed
-    from gatebench.split.splitters import inner_split
 
     t0 = time.perf_counter()
     y = frame["label"].to_numpy(dtype=np.int64)
-    held = (frame["source"] == source).to_numpy()
-    train = np.flatnonzero(~held)
-    tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(SEED, "inner", source))
-    it, iv = train[tr], train[va]
+    it, iv, test = _split(frame, source)
     seed = child_seed(SEED, "refit", source)
     top = _Top(model, args.layers, seed, args.device)
     _fit(top, states, masks, y, _draw(y, it, args.rows, seed), args, seed)
     fit_seconds = time.perf_counter() - t0
     p_valid = _score(top, states, masks, iv, args.device)
-    test = np.flatnonzero(held)
     p_test = _score(top, states, masks, test, args.device)
     save_scores(
         args.scores, source, {"valid": iv, "p_valid": p_valid, "test": test, "p_test": p_test}
@@ -211,6 +278,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help="held-out sources to run")
     ap.add_argument("--frame", type=Path, help="read the trace from this Parquet file instead")
     ap.add_argument("--save-frame", type=Path, help="write the trace's columns here and stop")
+    ap.add_argument("--save-plan", type=Path, help="write a plan for finetune_worker.py and stop")
+    ap.add_argument("--from-scores", type=Path, help="LODO rows from finetune_worker.py scores")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--scores", type=Path, help="folder for each refit's row scores (.npz)")
     args = ap.parse_args()
@@ -235,8 +304,18 @@ def main() -> None:
         frame.to_parquet(args.save_frame, index=False)
         print(f"{len(frame)} rows -> {args.save_frame}")
         return
+    if args.save_plan:
+        save_plan(frame, args.save_plan, args.max_len)
+        return
     if args.out is None:
         raise SystemExit("--out is required: the JSON-lines file the refits are appended to.")
+    if args.from_scores:
+        rows = from_scores(frame, args.from_scores, args)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with args.out.open("w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(row) + "\n" for row in rows)
+        print(json.dumps(summarise(rows), indent=1))
+        return
     t0 = time.perf_counter()
     model, states, masks = _lower_states(frame["text"].tolist(), args.layers, args.max_len)
     print(f"lower layers over {len(frame)} rows: {time.perf_counter() - t0:.0f} s", flush=True)
