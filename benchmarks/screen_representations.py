@@ -106,6 +106,24 @@ def _weights(
     return balance_weights(km.fit_predict(x), y, power)
 
 
+def _agreeing(
+    x: np.ndarray, y: np.ndarray, model: str, c: float, floor: float, seed: int
+) -> np.ndarray:
+    """Rows whose out-of-fold probability of their own label is at least ``floor``.
+
+    A row the other folds confidently give the other label is one whose source
+    labels it against what similar rows from other sources say; dropping those
+    asks whether the sources' disagreements, not the model, set the trade.
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    own = np.empty(len(y))
+    for fit, out in StratifiedKFold(3, shuffle=True, random_state=seed).split(x, y):
+        p = _fit(x[fit], y[fit], model, c)(x[out])
+        own[out] = np.where(y[out] == 1, p, 1.0 - p)
+    return own >= floor
+
+
 def _lodo(
     frame: pd.DataFrame,
     x: np.ndarray,
@@ -113,6 +131,7 @@ def _lodo(
     c: float,
     erase: bool = False,
     balance: tuple[str, float] = ("cluster", 0.0),
+    prune: float = 0.0,
 ) -> dict[str, tuple[float, float | None]]:
     from sklearn.metrics import roc_auc_score
 
@@ -131,6 +150,9 @@ def _lodo(
         if erase:
             xs = _erase(x, source_directions(x[train[tr]], y[train[tr]], names[train[tr]]))
         fit_rows = train[tr]
+        if prune:
+            seed = child_seed(SEED, "prune", source)
+            fit_rows = fit_rows[_agreeing(xs[fit_rows], y[fit_rows], model, c, prune, seed)]
         weight = _weights(xs[fit_rows], y[fit_rows], names[fit_rows], *balance)
         prob = _fit(xs[fit_rows], y[fit_rows], model, c, weight)
         theta = select_operating_point(y[train[va]], prob(xs[train[va]]), max_fpr=0.01).threshold
@@ -168,6 +190,12 @@ def main() -> None:
         help="weight rows by n(group, label) ** -P (lr only; 0: unweighted)",
     )
     ap.add_argument("--balance-by", choices=("cluster", "source"), default="cluster")
+    ap.add_argument(
+        "--prune",
+        type=float,
+        default=0.0,
+        help="drop training rows whose out-of-fold probability of their label is below this",
+    )
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -181,7 +209,7 @@ def main() -> None:
     for rep in args.representations:
         x = np.hstack([_vectors(part, texts) for part in rep.split("+")])
         balance = (args.balance_by, args.balance)
-        result = _lodo(frame, x, args.model, args.C, args.erase_sources, balance)
+        result = _lodo(frame, x, args.model, args.C, args.erase_sources, balance, args.prune)
         values = [v for v, _ in result.values()]
         below = sorted(s for s, (v, _) in result.items() if v < 0.5)
         aucs = ", ".join(f"{s} {a:.3f}" for s, (_, a) in result.items() if a is not None)
@@ -189,6 +217,8 @@ def main() -> None:
         erased = ", sources erased" if args.erase_sources else ""
         if args.balance:
             erased += f", balanced by {args.balance_by} ** -{args.balance}"
+        if args.prune:
+            erased += f", rows below {args.prune} of their own label pruned"
         print(f"{rep} ({args.model}{erased}): {macro} | AUC {aucs}")
         print("  " + ", ".join(f"{s} {v:.3f}" for s, (v, _) in result.items()))
 
