@@ -14,10 +14,18 @@ first run's curve (its recall and FPR at the four threshold rules every
 refit records, interpolated): the recall the first run would have at that
 FPR. A run above it ranks better; one on it only moved its threshold.
 
+A single source moves by up to 0.13 between draws of one configuration
+(another inner split and seed, ``bench_generalisation.py --fit-seed``), so a
+difference read off one draw each may be noise. Join a configuration's draws
+with ``+`` and ``--draws`` prints each cell as the range over its draws, and
+marks with ``*`` a source whose range does not overlap the first column's.
+
 Usage::
 
     .venv/bin/python benchmarks/lodo_compare.py runs/lodo-gate-default.jsonl runs/other.jsonl \
         [--labels default other] [--summary]
+    .venv/bin/python benchmarks/lodo_compare.py --draws runs/a.jsonl+runs/a-seed1.jsonl \
+        runs/b.jsonl+runs/b-seed1.jsonl
 """
 
 from __future__ import annotations
@@ -93,16 +101,65 @@ def table(files: list[str], labels: list[str]) -> str:
     return "\n".join(lines)
 
 
+def draws(columns: list[str], labels: list[str]) -> str:
+    """Per source, each column's range over its draws (``+``-joined), ``*`` where apart."""
+    per = [[_per_source(_rows(p)) for p in col.split("+")] for col in columns]
+    sums = [[summarise(_rows(p)) for p in col.split("+")] for col in columns]
+    first = per[0]
+    order = sorted(first[0], key=lambda s: np.mean([d[s][1] for d in first if s in d]))
+    order += sorted({s for col in per[1:] for d in col for s in d} - set(order))
+    counts = [str(len(col)) for col in per]
+    lines = [
+        "| held-out source | metric | " + " | ".join(labels) + " |",
+        "|---|---|" + "---|" * len(labels),
+        "| draws | | " + " | ".join(counts) + " |",
+    ]
+
+    def span(values: list[float]) -> tuple[float, float]:
+        return (min(values), max(values)) if values else (np.nan, np.nan)
+
+    for src in order:
+        metric = next(d[src][0] for col in per for d in col if src in d)
+        ref = span([d[src][1] for d in first if src in d])
+        cells = []
+        for col in per:
+            lo, hi = span([d[src][1] for d in col if src in d])
+            if np.isnan(lo):
+                cells.append("–")
+                continue
+            apart = col is not first and (hi < ref[0] or lo > ref[1])
+            text = f"{lo:.3f}" if lo == hi else f"{lo:.3f}–{hi:.3f}"
+            cells.append(text + (" *" if apart else ""))
+        lines.append(f"| {src} | {metric} | " + " | ".join(cells) + " |")
+    for name, key in (
+        ("**macro**", "macro_evaluation_sources"),
+        ("unseen-benign FPR", "unseen_benign_fpr"),
+        ("unseen-attack recall", "unseen_attack_recall"),
+    ):
+        cells = []
+        for col in sums:
+            lo, hi = span([float(s[key]) for s in col])
+            cells.append(f"{lo:.3f}" if lo == hi else f"{lo:.3f}–{hi:.3f}")
+        lines.append(f"| {name} | | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", help="LODO files; join a split run's with commas")
     parser.add_argument("--labels", nargs="*", default=None, help="column names (file stems)")
     parser.add_argument("--summary", action="store_true", help="one summary row per column")
+    parser.add_argument(
+        "--draws", action="store_true", help="columns are draws joined with +: show ranges"
+    )
     args = parser.parse_args()
-    labels = args.labels or [Path(f.split(",")[0]).stem for f in args.files]
+    labels = args.labels or [Path(f.split(",")[0].split("+")[0]).stem for f in args.files]
     if len(labels) != len(args.files):
         parser.error(f"--labels names {len(labels)} columns for {len(args.files)} files")
-    print((ledger if args.summary else table)(args.files, labels))
+    if args.draws and args.summary:
+        parser.error("--draws and --summary are separate views; pass one of them")
+    show = draws if args.draws else ledger if args.summary else table
+    print(show(args.files, labels))
 
 
 if __name__ == "__main__":
