@@ -34,7 +34,9 @@ import numpy as np
 CONFIGS = ("rows", "balanced")
 
 
-def _batches(idx: np.ndarray, lengths: np.ndarray, size: int, rng: np.random.Generator) -> list:
+def length_batches(
+    idx: np.ndarray, lengths: np.ndarray, size: int, rng: np.random.Generator
+) -> list:
     """Shuffled batches of similar length, so each pads little."""
     idx = rng.permutation(idx)
     out = []
@@ -87,14 +89,15 @@ def _fit(clf: _Classifier, plan: dict, rows: np.ndarray, weight: np.ndarray, arg
     row_w = np.zeros(len(y), dtype=np.float32)
     row_w[rows] = w
     opt = torch.optim.AdamW(clf.parameters(), lr=args.lr, weight_decay=0.01)
-    steps = args.epochs * len(_batches(rows, plan["lengths"], args.batch, np.random.default_rng(0)))
+    per_epoch = length_batches(rows, plan["lengths"], args.batch, np.random.default_rng(0))
+    steps = args.epochs * len(per_epoch)
     warm = max(1, steps // 16)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm)))
     )
     clf.encoder.train()
     for _ in range(args.epochs):
-        for b in _batches(rows, plan["lengths"], args.batch, rng):
+        for b in length_batches(rows, plan["lengths"], args.batch, rng):
             ids, am = _tensors(plan, b, dev)
             target = torch.tensor(y[b], dtype=torch.float32, device=dev)
             with torch.autocast(device_type=dev.split(":")[0], dtype=torch.bfloat16):

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from bench_generalisation import _built_from, refit_row, save_scores, summarise
+from finetune_worker import length_batches
 
 from gatebench.config import RunConfig
 
@@ -111,17 +112,6 @@ class _Top:
         return [*self.layers.parameters(), *self.head.parameters()]
 
 
-def _batches(idx: np.ndarray, lengths: np.ndarray, size: int, rng: np.random.Generator) -> list:
-    """Shuffled batches of similar length, so each pads little."""
-    idx = rng.permutation(idx)
-    out = []
-    for start in range(0, len(idx), size * 32):
-        block = idx[start : start + size * 32]
-        block = block[np.argsort(lengths[block], kind="stable")]
-        out += [block[i : i + size] for i in range(0, len(block), size)]
-    return [out[i] for i in rng.permutation(len(out))]
-
-
 def _fit(top: _Top, states: Any, masks: Any, y: np.ndarray, rows: np.ndarray, args: Any, seed: int):
     import torch
 
@@ -134,7 +124,7 @@ def _fit(top: _Top, states: Any, masks: Any, y: np.ndarray, rows: np.ndarray, ar
     for layer in top.layers:
         layer.train()
     for _ in range(args.epochs):
-        for b in _batches(rows, lengths, 32, rng):
+        for b in length_batches(rows, lengths, 32, rng):
             width = int(lengths[b].max())
             h = states[b, :width].to(dev).float()
             target = torch.tensor(y[b], dtype=torch.float32, device=dev)
