@@ -35,6 +35,8 @@ A host with torch but neither the mirror nor gatebench takes a plan instead:
 precision; ``finetune_worker.py DIR OUT`` fine-tunes the whole encoder there;
 ``--from-scores OUT/rows.npz --out runs/lodo-ft.jsonl --scores runs/scores-ft``
 turns its scores into LODO rows and a scores folder for ``lodo_blend.py``.
+``--mode lofo`` does the same with whole families held out (the refits of
+``bench_generalisation.py --mode lofo``).
 """
 
 from __future__ import annotations
@@ -167,19 +169,33 @@ def _draw(y: np.ndarray, rows: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate(picked))
 
 
-def _split(frame: pd.DataFrame, source: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Inner-train, inner-valid and held-out rows: ``bench_generalisation.py``'s LODO split."""
+def units(frame: pd.DataFrame, mode: str) -> dict[str, tuple[str, ...]]:
+    """The held-out units: every evaluation source (LODO) or every family (LOFO)."""
+    from bench_generalisation import FAMILIES
+
+    if mode == "lofo":
+        present = set(frame["source"])
+        found = {f: tuple(s for s in srcs if s in present) for f, srcs in FAMILIES.items()}
+        return {f: srcs for f, srcs in found.items() if srcs}
+    evaluation = frame.loc[frame["role"] == "evaluation", "source"].unique()
+    return {str(s): (str(s),) for s in sorted(evaluation)}
+
+
+def _split(
+    frame: pd.DataFrame, name: str, held_sources: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inner-train, inner-valid and held-out rows: ``bench_generalisation.py``'s split."""
     from gatebench.seeding import child_seed
     from gatebench.split.splitters import inner_split
 
     y = frame["label"].to_numpy(dtype=np.int64)
-    held = (frame["source"] == source).to_numpy()
+    held = frame["source"].isin(held_sources).to_numpy()
     train = np.flatnonzero(~held & ~_built_from(frame, held))
-    tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(SEED, "inner", source))
+    tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(SEED, "inner", name))
     return train[tr], train[va], np.flatnonzero(held)
 
 
-def save_plan(frame: pd.DataFrame, folder: Path, max_len: int) -> None:
+def save_plan(frame: pd.DataFrame, folder: Path, max_len: int, mode: str = "lodo") -> None:
     """What ``finetune_worker.py`` needs: token ids, labels, each refit's rows, MiniLM (fp16)."""
     import torch
     from transformers import AutoModel, AutoTokenizer
@@ -198,10 +214,10 @@ def save_plan(frame: pd.DataFrame, folder: Path, max_len: int) -> None:
         "lengths": np.asarray(enc["attention_mask"]).sum(1).astype(np.int32),
         "labels": frame["label"].to_numpy(dtype=np.int64),
     }
-    sources = sorted(frame.loc[frame["role"] == "evaluation", "source"].unique())
+    held = units(frame, mode)
     groups = frame["source"].to_numpy(dtype=object)
-    for source in sources:
-        it, iv, test = _split(frame, source)
+    for source, held_sources in held.items():
+        it, iv, test = _split(frame, source, held_sources)
         plan |= {f"train:{source}": it, f"valid:{source}": iv, f"test:{source}": test}
         # Gate's default weighting (balance=0.5), for the worker's "balanced" configuration.
         plan[f"weight:{source}"] = balance_weights(groups[it], plan["labels"][it], 0.5)
@@ -210,23 +226,26 @@ def save_plan(frame: pd.DataFrame, folder: Path, max_len: int) -> None:
     np.savez_compressed(folder / "plan.npz", **plan)
     model = AutoModel.from_pretrained(path, dtype=torch.float16)
     model.save_pretrained(folder / "model")
-    meta = {"sources": [str(s) for s in sources], "rows": len(frame), "max_len": max_len}
+    meta = {"sources": list(held), "mode": mode, "rows": len(frame), "max_len": max_len}
     (folder / "plan.json").write_text(json.dumps(meta, indent=1))
-    print(f"plan for {len(sources)} refits over {len(frame)} rows -> {folder}")
+    print(f"plan for {len(held)} refits over {len(frame)} rows -> {folder}")
 
 
 def from_scores(frame: pd.DataFrame, path: Path, args: Any) -> list[dict]:
     """LODO rows from ``finetune_worker.py``'s scores, checked against this trace's split."""
     rows = []
+    held = units(frame, args.mode)
     with np.load(path) as z:
-        sources = sorted({k.split(":", 1)[1] for k in z.files})
-        for source in sources:
+        names = sorted({k.split(":", 1)[1] for k in z.files})
+        if unknown := sorted(set(names) - set(held)):
+            raise SystemExit(f"{path}: {unknown} are not {args.mode} units; pass the plan's --mode")
+        for source in names:
             got = {k: z[f"{k}:{source}"] for k in ("valid", "p_valid", "test", "p_test")}
-            _, iv, test = _split(frame, source)
+            _, iv, test = _split(frame, source, held[source])
             if not (np.array_equal(got["valid"], iv) and np.array_equal(got["test"], test)):
                 raise SystemExit(f"{path}: {source}'s rows differ from this trace's LODO split")
             save_scores(args.scores, source, got)
-            row = refit_row(source, (source,), frame, iv, got["p_valid"], test, got["p_test"])
+            row = refit_row(source, held[source], frame, iv, got["p_valid"], test, got["p_test"])
             rows.append({**row, "settings": {"scores": str(path)}})
     return rows
 
@@ -238,7 +257,7 @@ def _one(source: str, frame: pd.DataFrame, model: Any, states: Any, masks: Any, 
 
     t0 = time.perf_counter()
     y = frame["label"].to_numpy(dtype=np.int64)
-    it, iv, test = _split(frame, source)
+    it, iv, test = _split(frame, source, (source,))
     seed = child_seed(SEED, "refit", source)
     top = _Top(model, args.layers, seed, args.device)
     _fit(top, states, masks, y, _draw(y, it, args.rows, seed), args, seed)
@@ -270,6 +289,9 @@ def main() -> None:
     ap.add_argument("--save-frame", type=Path, help="write the trace's columns here and stop")
     ap.add_argument("--save-plan", type=Path, help="write a plan for finetune_worker.py and stop")
     ap.add_argument("--from-scores", type=Path, help="LODO rows from finetune_worker.py scores")
+    ap.add_argument(
+        "--mode", choices=("lodo", "lofo"), default="lodo", help="held-out units of a plan"
+    )
     ap.add_argument("--out", type=Path)
     ap.add_argument("--scores", type=Path, help="folder for each refit's row scores (.npz)")
     args = ap.parse_args()
@@ -295,7 +317,7 @@ def main() -> None:
         print(f"{len(frame)} rows -> {args.save_frame}")
         return
     if args.save_plan:
-        save_plan(frame, args.save_plan, args.max_len)
+        save_plan(frame, args.save_plan, args.max_len, args.mode)
         return
     if args.out is None:
         raise SystemExit("--out is required: the JSON-lines file the refits are appended to.")
