@@ -14,7 +14,7 @@ beside any run (its pooled FPR, recall and place on the first run's curve).
 Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/lodo_blend.py \
-        runs/scores-gate runs/scores-ft [--out runs/lodo-blend.jsonl --weight 0.5]
+        runs/scores-gate runs/scores-ft [--out runs/lodo-blend.jsonl --weight 0.5 --mode lodo]
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def main() -> None:
     ap.add_argument("second", type=Path)
     ap.add_argument("--out", type=Path, help="write the refits at --weight as LODO rows here")
     ap.add_argument("--weight", type=float, default=0.5, help="the first folder's weight for --out")
+    ap.add_argument("--mode", choices=("lodo", "lofo"), default="lodo", help="what was held out")
     args = ap.parse_args()
     if not 0.0 <= args.weight <= 1.0:
         raise SystemExit(f"--weight {args.weight} is outside [0, 1]; 0.5 weighs both equally")
@@ -108,11 +109,16 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("| mean | " + " | ".join(f"{m:.3f}" for m in means) + " |")
     if args.out:
+        from screen_finetune import units
+
+        held = units(frame, args.mode)
+        if unknown := sorted(set(names) - set(held)):
+            raise SystemExit(f"{unknown} are not {args.mode} units; pass the folders' --mode")
         with args.out.open("w", encoding="utf-8") as fh:
             for name in names:
                 a, b = (dict(np.load(d / f"{name}.npz")) for d in (args.first, args.second))
                 valid, test = blended(a, b, args.weight)
-                row = refit_row(name, (name,), frame, a["valid"], valid, a["test"], test)
+                row = refit_row(name, held[name], frame, a["valid"], valid, a["test"], test)
                 fh.write(json.dumps({**row, "settings": {"weight": args.weight}}) + "\n")
 
 
