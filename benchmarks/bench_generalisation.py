@@ -278,12 +278,16 @@ def main() -> None:
     ap.add_argument(
         "--twins", type=int, default=0, help="constructed benign twins (run default: 0)"
     )
+    ap.add_argument(
+        "--cap", action="append", default=[], help="source cap NAME=ROWS or NAME=none (as run)"
+    )
     args = ap.parse_args()
     params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
 
     from joblib import Parallel, delayed
 
     from gatebench.augment import EMBEDDED_SOURCE
+    from gatebench.cli.options import parse_caps
     from gatebench.trace import TraceSpec, build_trace
     from gatebench.twins import TWINS_SOURCE
 
@@ -294,6 +298,7 @@ def main() -> None:
             embedded=args.embedded,
             embedded_payloads=args.embedded_payloads,
             twins=args.twins,
+            caps=parse_caps(args.cap),
         ),
         data_dir=os.environ.get("GATEBENCH_DATA"),
         cache_dir=".cache/gatebench",

@@ -1,19 +1,20 @@
-"""Fine-tune every MiniLM layer once per LODO refit, from a plan, on any torch host.
+"""Fine-tune every MiniLM layer once per LODO or LOFO refit, from a plan, on any torch host.
 
 ``screen_finetune.py --save-plan DIR`` writes what a refit needs and nothing
 of the mirror: the token ids of every trace row, the labels, and for each
-held-out source its inner-train, inner-valid and held-out rows (the same
-inner split as ``bench_generalisation.py``) with each inner-train row's
-source-balanced weight, plus MiniLM in half precision. This script reads
-that folder with torch, numpy and transformers alone (no gatebench), so it
-runs on a GPU host that has neither the mirror nor the project's
-dependencies. For each (configuration, source) task it fine-tunes a fresh
-copy of the whole encoder and a linear head (mean-pooled, class-weighted
-binary cross-entropy, AdamW with linear warm-up and decay) and scores the
-inner-valid and held-out rows. Results go to one ``.npz`` per
+held-out unit (a source under LODO, a family under LOFO) its inner-train,
+inner-valid and held-out rows (the same inner split as
+``bench_generalisation.py``) with each inner-train row's source-balanced
+weight, plus MiniLM in half precision. This script reads that folder with
+torch, numpy and transformers alone (no gatebench), so it runs on a GPU
+host that has neither the mirror nor the project's dependencies. For each
+(configuration, unit) task it fine-tunes a fresh copy of the whole encoder
+and a linear head (mean-pooled, class-weighted binary cross-entropy, AdamW
+with linear warm-up and decay) and scores the inner-valid and held-out rows.
+Results go to one ``.npz`` per
 configuration, rewritten after each task so that a run stopped early still
 returns what it finished; ``screen_finetune.py --from-scores`` turns them
-into LODO rows. Usage::
+into LODO or LOFO rows. Usage::
 
     python benchmarks/finetune_worker.py PLAN_DIR OUT_DIR --device cuda --procs 6
 
@@ -143,11 +144,10 @@ def _task(job: tuple[str, str, str, dict]) -> tuple[str, str, dict[str, np.ndarr
         with np.load(Path(plan_dir) / "plan.npz") as z:
             _PLAN.update({k: z[k] for k in z.files})
     t0 = time.perf_counter()
-    key = source
-    train, valid, test = (_PLAN[f"{part}:{key}"] for part in ("train", "valid", "test"))
-    weight = _PLAN[f"weight:{key}"] if config == "balanced" else np.ones(len(train))
+    train, valid, test = (_PLAN[f"{part}:{source}"] for part in ("train", "valid", "test"))
+    weight = _PLAN[f"weight:{source}"] if config == "balanced" else np.ones(len(train))
     # Another draw keeps the plan's split and moves only the fine-tune's own randomness.
-    seed = int(_PLAN[f"seed:{key}"]) + args.draw
+    seed = int(_PLAN[f"seed:{source}"]) + args.draw
     if args.max_rows and args.max_rows < len(train):
         # A seeded cap for smoke tests on a CPU; a real run trains on every row.
         keep = np.sort(np.random.default_rng(seed).choice(len(train), args.max_rows, replace=False))
