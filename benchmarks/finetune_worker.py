@@ -11,10 +11,9 @@ host that has neither the mirror nor the project's dependencies. For each
 (configuration, unit) task it fine-tunes a fresh copy of the whole encoder
 and a linear head (mean-pooled, class-weighted binary cross-entropy, AdamW
 with linear warm-up and decay) and scores the inner-valid and held-out rows.
-Results go to one ``.npz`` per
-configuration, rewritten after each task so that a run stopped early still
-returns what it finished; ``screen_finetune.py --from-scores`` turns them
-into LODO or LOFO rows. Usage::
+Results go to one ``.npz`` per configuration, rewritten after each task so
+that a run stopped early still returns what it finished;
+``screen_finetune.py --from-scores`` turns them into LODO or LOFO rows. Usage::
 
     python benchmarks/finetune_worker.py PLAN_DIR OUT_DIR --device cuda --procs 6
 
