@@ -194,6 +194,34 @@ def refit_row(
     }
 
 
+def held_units(frame: pd.DataFrame, mode: str) -> dict[str, tuple[str, ...]]:
+    """What each refit holds out: every evaluation source (LODO) or every family (LOFO)."""
+    if mode == "lofo":
+        present = set(frame["source"])
+        found = {f: tuple(s for s in srcs if s in present) for f, srcs in FAMILIES.items()}
+        return {f: srcs for f, srcs in found.items() if srcs}
+    evaluation = frame.loc[frame["role"] == "evaluation", "source"].unique()
+    return {str(s): (str(s),) for s in sorted(evaluation)}
+
+
+def refit_split(
+    frame: pd.DataFrame, name: str, held_sources: tuple[str, ...], seed: int = 20260527
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One refit's inner-train, inner-valid and held-out trace positions.
+
+    Every script that scores a refit draws it here, so their row scores can
+    be joined refit by refit (``lodo_blend.py``).
+    """
+    from gatebench.seeding import child_seed
+    from gatebench.split.splitters import inner_split
+
+    y = frame["label"].to_numpy(dtype=np.int64)
+    held = frame["source"].isin(held_sources).to_numpy()
+    train = np.flatnonzero(~held & ~_built_from(frame, held))
+    tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(seed, "inner", name))
+    return train[tr], train[va], np.flatnonzero(held)
+
+
 def _one(
     name: str,
     held_sources: tuple[str, ...],
@@ -205,14 +233,10 @@ def _one(
 ) -> dict[str, Any]:
     from gatebench.detectors import DetectorSpec, fit_detector, make_detector
     from gatebench.seeding import child_seed
-    from gatebench.split.splitters import inner_split
 
     texts = frame["text"].to_numpy(dtype=object)
     y = frame["label"].to_numpy(dtype=np.int64)
-    held = frame["source"].isin(held_sources).to_numpy()
-    train = np.flatnonzero(~held & ~_built_from(frame, held))
-    tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(seed, "inner", name))
-    it, iv = train[tr], train[va]
+    it, iv, test = refit_split(frame, name, held_sources, seed)
     t0 = time.perf_counter()
     model = make_detector(DetectorSpec(detector, params), seed=child_seed(seed, "refit", name))
     sources = frame["source"].to_numpy(dtype=object)
@@ -220,7 +244,6 @@ def _one(
     fit_detector(model, list(texts[it]), y[it], valid=valid, sources=list(sources[it]))
     fit_seconds = time.perf_counter() - t0
     p_valid = np.asarray(model.score(list(texts[iv])), dtype=np.float64)
-    test = np.flatnonzero(held)
     scores = np.asarray(model.score(list(texts[test])), dtype=np.float64)
     save_scores(scores_dir, name, {"valid": iv, "p_valid": p_valid, "test": test, "p_test": scores})
     return {
@@ -303,21 +326,18 @@ def main() -> None:
         data_dir=os.environ.get("GATEBENCH_DATA"),
         cache_dir=".cache/gatebench",
     ).frame
-    present = set(frame["source"])
     if args.mode == "lofo":
-        units = {f: tuple(s for s in srcs if s in present) for f, srcs in FAMILIES.items()}
         # Constructed rows are never held out; each refit drops those built from held-out text.
         missing = (
-            present
+            set(frame["source"])
             - {s for srcs in FAMILIES.values() for s in srcs}
             - {EMBEDDED_SOURCE, TWINS_SOURCE}
         )
         if missing:
             raise SystemExit(f"sources in no family: {sorted(missing)}; add them to FAMILIES")
-    else:
-        evaluation = frame.loc[frame["role"] == "evaluation", "source"].unique()
-        units = {s: (s,) for s in sorted(evaluation)}
-    units = {k: v for k, v in units.items() if v and (not args.only or k in args.only)}
+    units = {
+        k: v for k, v in held_units(frame, args.mode).items() if not args.only or k in args.only
+    }
     done = set()
     if args.out.is_file():
         done = {json.loads(line)["held_out"] for line in args.out.read_text().splitlines()}

@@ -89,8 +89,7 @@ def _fit(clf: _Classifier, plan: dict, rows: np.ndarray, weight: np.ndarray, arg
     row_w = np.zeros(len(y), dtype=np.float32)
     row_w[rows] = w
     opt = torch.optim.AdamW(clf.parameters(), lr=args.lr, weight_decay=0.01)
-    per_epoch = length_batches(rows, plan["lengths"], args.batch, np.random.default_rng(0))
-    steps = args.epochs * len(per_epoch)
+    steps = args.epochs * -(-len(rows) // args.batch)  # length_batches gives ceil(n / size)
     warm = max(1, steps // 16)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm)))
@@ -184,7 +183,7 @@ def main() -> None:
     jobs = [(c, s, str(args.plan), opts) for c in args.configs for s in sources]
     args.out.mkdir(parents=True, exist_ok=True)
     done: dict[str, dict[str, np.ndarray]] = {c: {} for c in args.configs}
-    log = (args.out / "log.jsonl").open("a", encoding="utf-8")
+    log_path = args.out / "log.jsonl"
 
     def keep(result: tuple) -> None:
         config, source, rows, seconds = result
@@ -196,8 +195,8 @@ def main() -> None:
         np.savez_compressed(tmp, **done[config])
         tmp.replace(args.out / f"{config}.npz")
         record = {"config": config, "source": source, "seconds": seconds, **opts}
-        log.write(json.dumps(record) + "\n")
-        log.flush()
+        with log_path.open("a", encoding="utf-8") as log:
+            log.write(json.dumps(record) + "\n")
         print(f"{config}/{source}: {seconds:.0f} s", flush=True)
 
     if args.procs == 1:

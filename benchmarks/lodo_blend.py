@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_generalisation import _primary, pool_prompts, refit_row
+from bench_generalisation import _primary, held_units, pool_prompts, refit_row
 
 from gatebench.config import RunConfig
 
@@ -99,8 +99,11 @@ def main() -> None:
     print(f"| held-out source (metric; AUC) | {head} |")
     print("|---|" + "---|" * len(WEIGHTS))
     means = np.zeros(len(WEIGHTS))
-    for name in names:
-        a, b = (dict(np.load(folder / f"{name}.npz")) for folder in (args.first, args.second))
+    pairs = {
+        name: tuple(dict(np.load(folder / f"{name}.npz")) for folder in (args.first, args.second))
+        for name in names
+    }
+    for name, (a, b) in pairs.items():
         cells = []
         for i, w in enumerate(WEIGHTS):
             value, auc = blend(a, b, frame, w)
@@ -109,14 +112,11 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("| mean | " + " | ".join(f"{m:.3f}" for m in means) + " |")
     if args.out:
-        from screen_finetune import units
-
-        held = units(frame, args.mode)
+        held = held_units(frame, args.mode)
         if unknown := sorted(set(names) - set(held)):
             raise SystemExit(f"{unknown} are not {args.mode} units; pass the folders' --mode")
         with args.out.open("w", encoding="utf-8") as fh:
-            for name in names:
-                a, b = (dict(np.load(d / f"{name}.npz")) for d in (args.first, args.second))
+            for name, (a, b) in pairs.items():
                 valid, test = blended(a, b, args.weight)
                 row = refit_row(name, held[name], frame, a["valid"], valid, a["test"], test)
                 fh.write(json.dumps({**row, "settings": {"weight": args.weight}}) + "\n")

@@ -103,8 +103,9 @@ def table(files: list[str], labels: list[str]) -> str:
 
 def draws(columns: list[str], labels: list[str]) -> str:
     """Per source, each column's range over its draws (``+``-joined), ``*`` where apart."""
-    per = [[_per_source(_rows(p)) for p in col.split("+")] for col in columns]
-    sums = [[summarise(_rows(p)) for p in col.split("+")] for col in columns]
+    runs = [[_rows(p) for p in col.split("+")] for col in columns]
+    per = [[_per_source(rows) for rows in col] for col in runs]
+    sums = [[summarise(rows) for rows in col] for col in runs]
     first = per[0]
     order = sorted(first[0], key=lambda s: np.mean([d[s][1] for d in first if s in d]))
     order += sorted({s for col in per[1:] for d in col for s in d} - set(order))

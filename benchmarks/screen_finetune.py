@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bench_generalisation import _built_from, refit_row, save_scores, summarise
+from bench_generalisation import held_units, refit_row, refit_split, save_scores, summarise
 from finetune_worker import length_batches
 
 from gatebench.config import RunConfig
@@ -169,32 +169,6 @@ def _draw(y: np.ndarray, rows: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.sort(np.concatenate(picked))
 
 
-def units(frame: pd.DataFrame, mode: str) -> dict[str, tuple[str, ...]]:
-    """The held-out units: every evaluation source (LODO) or every family (LOFO)."""
-    from bench_generalisation import FAMILIES
-
-    if mode == "lofo":
-        present = set(frame["source"])
-        found = {f: tuple(s for s in srcs if s in present) for f, srcs in FAMILIES.items()}
-        return {f: srcs for f, srcs in found.items() if srcs}
-    evaluation = frame.loc[frame["role"] == "evaluation", "source"].unique()
-    return {str(s): (str(s),) for s in sorted(evaluation)}
-
-
-def _split(
-    frame: pd.DataFrame, name: str, held_sources: tuple[str, ...]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Inner-train, inner-valid and held-out rows: ``bench_generalisation.py``'s split."""
-    from gatebench.seeding import child_seed
-    from gatebench.split.splitters import inner_split
-
-    y = frame["label"].to_numpy(dtype=np.int64)
-    held = frame["source"].isin(held_sources).to_numpy()
-    train = np.flatnonzero(~held & ~_built_from(frame, held))
-    tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(SEED, "inner", name))
-    return train[tr], train[va], np.flatnonzero(held)
-
-
 def save_plan(frame: pd.DataFrame, folder: Path, max_len: int, mode: str = "lodo") -> None:
     """What ``finetune_worker.py`` needs: token ids, labels, each refit's rows, MiniLM (fp16)."""
     import torch
@@ -214,10 +188,10 @@ def save_plan(frame: pd.DataFrame, folder: Path, max_len: int, mode: str = "lodo
         "lengths": np.asarray(enc["attention_mask"]).sum(1).astype(np.int32),
         "labels": frame["label"].to_numpy(dtype=np.int64),
     }
-    held = units(frame, mode)
+    held = held_units(frame, mode)
     groups = frame["source"].to_numpy(dtype=object)
     for source, held_sources in held.items():
-        it, iv, test = _split(frame, source, held_sources)
+        it, iv, test = refit_split(frame, source, held_sources, SEED)
         plan |= {f"train:{source}": it, f"valid:{source}": iv, f"test:{source}": test}
         # Gate's default weighting (balance=0.5), for the worker's "balanced" configuration.
         plan[f"weight:{source}"] = balance_weights(groups[it], plan["labels"][it], 0.5)
@@ -232,18 +206,20 @@ def save_plan(frame: pd.DataFrame, folder: Path, max_len: int, mode: str = "lodo
 
 
 def from_scores(frame: pd.DataFrame, path: Path, args: Any) -> list[dict]:
-    """LODO rows from ``finetune_worker.py``'s scores, checked against this trace's split."""
+    """LODO or LOFO rows from ``finetune_worker.py``'s scores, checked against the split."""
     rows = []
-    held = units(frame, args.mode)
+    held = held_units(frame, args.mode)
     with np.load(path) as z:
         names = sorted({k.split(":", 1)[1] for k in z.files})
         if unknown := sorted(set(names) - set(held)):
             raise SystemExit(f"{path}: {unknown} are not {args.mode} units; pass the plan's --mode")
         for source in names:
             got = {k: z[f"{k}:{source}"] for k in ("valid", "p_valid", "test", "p_test")}
-            _, iv, test = _split(frame, source, held[source])
+            _, iv, test = refit_split(frame, source, held[source], SEED)
             if not (np.array_equal(got["valid"], iv) and np.array_equal(got["test"], test)):
-                raise SystemExit(f"{path}: {source}'s rows differ from this trace's LODO split")
+                raise SystemExit(
+                    f"{path}: {source}'s rows differ from this trace's {args.mode} split"
+                )
             save_scores(args.scores, source, got)
             row = refit_row(source, held[source], frame, iv, got["p_valid"], test, got["p_test"])
             rows.append({**row, "settings": {"scores": str(path)}})
@@ -257,7 +233,7 @@ def _one(source: str, frame: pd.DataFrame, model: Any, states: Any, masks: Any, 
 
     t0 = time.perf_counter()
     y = frame["label"].to_numpy(dtype=np.int64)
-    it, iv, test = _split(frame, source, (source,))
+    it, iv, test = refit_split(frame, source, (source,), SEED)
     seed = child_seed(SEED, "refit", source)
     top = _Top(model, args.layers, seed, args.device)
     _fit(top, states, masks, y, _draw(y, it, args.rows, seed), args, seed)
