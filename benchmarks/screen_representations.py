@@ -13,10 +13,16 @@ one ReLU layer of 256) on the same vectors instead of the logistic regression.
 Representations: ``static`` (the distilled MiniLM table Gate's fast path
 reads), ``multilingual`` (USE multilingual v3, Gate's opt-in head), or both
 side by side (``static+multilingual``). Vectors are read through Gate's
-embedding cache. Usage::
+embedding cache. ``char`` and ``word`` are the hashed n-gram counts of Gate's
+two lexical heads, each read by its own head (SGD logistic regression on
+TF-IDF, NB-SVM) instead of the screen's model. ``--min-sources K`` keeps, per
+refit, only the n-gram buckets that occur in at least ``K`` of its training
+sources. Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_representations.py \
         static multilingual static+multilingual [--model mlp]
+    GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_representations.py \
+        char word --balance 0.5 --balance-by source [--min-sources 3]
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from bench_generalisation import _primary
 
 from gatebench.config import RunConfig
@@ -35,8 +43,16 @@ from gatebench.config import RunConfig
 SEED = RunConfig.model_fields["seed"].default
 
 
-def _vectors(name: str, texts: list[str]) -> np.ndarray:
+#: Representations read by the Gate head of the same name, not by ``--model``.
+SPARSE = ("char", "word")
+
+
+def _vectors(name: str, texts: list[str]) -> Any:
     from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
+    from gatebench.gate.heads import HEAD_TYPES
+
+    if name in SPARSE:
+        return HEAD_TYPES[name]().represent(texts)
 
     if name == "static":
         from gatebench.gate.static_embed import StaticEmbedder, distill_static
@@ -48,13 +64,20 @@ def _vectors(name: str, texts: list[str]) -> np.ndarray:
 
         enc = MultilingualEncoder(max_chars=1000)
         return VectorCache(DEFAULT_CACHE_DIR, enc.fingerprint()).get_or_compute(texts, enc.encode)
-    raise SystemExit(f"unknown representation {name!r}: use static, multilingual or both with +")
+    raise SystemExit(
+        f"unknown representation {name!r}: use static, multilingual (or both with +), char or word"
+    )
 
 
 def _fit(
     x: np.ndarray, y: np.ndarray, model: str, c: float, weight: np.ndarray | None = None
 ) -> Callable[[np.ndarray], np.ndarray]:
     """A fitted scorer of rows of ``x`` that gives P(attack)-like scores in [0, 1]."""
+    if model in SPARSE:
+        from gatebench.gate.heads import HEAD_TYPES, sigmoid
+
+        fitted = HEAD_TYPES[model](seed=0).fit_x(x, y, weight)
+        return lambda rows: sigmoid(fitted.decision_x(rows))
     if model == "mlp":
         from gatebench.gate.heads import MLPHead, sigmoid
 
@@ -84,6 +107,55 @@ def source_directions(x: np.ndarray, y: np.ndarray, source: np.ndarray) -> np.nd
             diffs.append(x[rows & (source == s)].mean(axis=0) - centre)
     _, sv, vt = np.linalg.svd(np.asarray(diffs), full_matrices=False)
     return np.asarray(vt[sv > sv[0] * 1e-6])
+
+
+def _attack_kind(source: np.ndarray) -> np.ndarray:
+    """Each row's kind of attack by its source's family (``harmful-request`` outside the four)."""
+    from bench_generalisation import FAMILIES
+
+    kinds = ("direct-injection", "indirect-injection", "jailbreak")
+    family = {s: f for f, srcs in FAMILIES.items() if f in kinds for s in srcs}
+    return np.array([family.get(str(s), "harmful-request") for s in source])
+
+
+def _fit_per_kind(
+    x: Any, y: np.ndarray, kind: np.ndarray, model: str, c: float, weight: np.ndarray | None
+) -> Callable[[Any], np.ndarray]:
+    """One model per kind of attack against every benign row; a row scores its highest.
+
+    A single linear score has to put every kind of attack above every benign
+    text at once, so a kind's own cues are traded against the others'. Each
+    kind's model sees only its attacks and all benign text.
+    """
+    scorers = []
+    for k in np.unique(kind[y == 1]):
+        rows = np.flatnonzero((y == 0) | (kind == k))
+        w = None if weight is None else weight[rows]
+        scorers.append(_fit(x[rows], y[rows], model, c, w))
+    return lambda r: np.max([f(r) for f in scorers], axis=0)
+
+
+def spread_mask(x: sp.csr_matrix, source: np.ndarray, k: int) -> np.ndarray:
+    """Which columns of ``x`` occur in at least ``k`` distinct sources.
+
+    An n-gram that only one training source uses can tell the model nothing
+    but that source's label, since nearly every source holds one label; on a
+    source it never saw, such a feature is evidence drawn from one other
+    source's style. Features shared by several sources are the ones whose
+    weight was learnt against more than one way of writing.
+    """
+    seen = np.zeros(x.shape[1], dtype=np.int64)
+    for s in np.unique(source):
+        rows = x[np.flatnonzero(source == s)]
+        seen[np.unique(rows.indices)] += 1
+    return np.asarray(seen >= k)
+
+
+def _keep_columns(x: sp.csr_matrix, keep: np.ndarray) -> sp.csr_matrix:
+    out = x.copy()
+    out.data = out.data * keep[out.indices]
+    out.eliminate_zeros()
+    return out
 
 
 def _erase(x: np.ndarray, basis: np.ndarray) -> np.ndarray:
@@ -132,7 +204,15 @@ def _lodo(
     erase: bool = False,
     balance: tuple[str, float] = ("cluster", 0.0),
     prune: float = 0.0,
-) -> dict[str, tuple[float, float | None]]:
+    min_sources: int = 0,
+    per_kind: bool = False,
+) -> tuple[dict[str, tuple[float, float | None]], tuple[float, float]]:
+    """Each held-out source's (primary metric, AUC), and the pooled (benign FPR, attack recall).
+
+    The pooled pair is over every held-out prompt at its own refit's
+    threshold: where a lever only moves the threshold, it slides along the
+    default's curve; where it ranks never-seen text better, it lies above it.
+    """
     from sklearn.metrics import roc_auc_score
 
     from gatebench.seeding import child_seed
@@ -142,6 +222,7 @@ def _lodo(
     y = frame["label"].to_numpy(dtype=np.int64)
     names = frame["source"].to_numpy()
     out = {}
+    flagged, counts = [0, 0], [0, 0]
     for source in sorted(frame.loc[frame["role"] == "evaluation", "source"].unique()):
         held = (frame["source"] == source).to_numpy()
         train = np.flatnonzero(~held)
@@ -150,11 +231,17 @@ def _lodo(
         if erase:
             xs = _erase(x, source_directions(x[train[tr]], y[train[tr]], names[train[tr]]))
         fit_rows = train[tr]
+        if min_sources:
+            xs = _keep_columns(x, spread_mask(x[fit_rows], names[fit_rows], min_sources))
         if prune:
             seed = child_seed(SEED, "prune", source)
             fit_rows = fit_rows[_agreeing(xs[fit_rows], y[fit_rows], model, c, prune, seed)]
         weight = _weights(xs[fit_rows], y[fit_rows], names[fit_rows], *balance)
-        prob = _fit(xs[fit_rows], y[fit_rows], model, c, weight)
+        if per_kind:
+            kind = _attack_kind(names[fit_rows])
+            prob = _fit_per_kind(xs[fit_rows], y[fit_rows], kind, model, c, weight)
+        else:
+            prob = _fit(xs[fit_rows], y[fit_rows], model, c, weight)
         theta = select_operating_point(y[train[va]], prob(xs[train[va]]), max_fpr=0.01).threshold
         scored = (
             pd.DataFrame(
@@ -170,7 +257,11 @@ def _lodo(
         yy, ss = scored["y"].to_numpy(), scored["s"].to_numpy()
         auc = float(roc_auc_score(yy, ss)) if 0 < yy.sum() < len(yy) else None
         out[str(source)] = (_primary(yy, ss >= theta)[1], auc)
-    return out
+        flagged[0] += int(((ss >= theta) & (yy == 0)).sum())
+        flagged[1] += int(((ss >= theta) & (yy == 1)).sum())
+        counts[0] += int((yy == 0).sum())
+        counts[1] += int((yy == 1).sum())
+    return out, (flagged[0] / max(counts[0], 1), flagged[1] / max(counts[1], 1))
 
 
 def main() -> None:
@@ -196,6 +287,17 @@ def main() -> None:
         default=0.0,
         help="drop training rows whose out-of-fold probability of their label is below this",
     )
+    ap.add_argument(
+        "--min-sources",
+        type=int,
+        default=0,
+        help="char/word only: keep n-gram buckets found in at least K training sources (0: all)",
+    )
+    ap.add_argument(
+        "--per-kind",
+        action="store_true",
+        help="one model per kind of attack (by source family) against all benign rows; max",
+    )
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -207,19 +309,43 @@ def main() -> None:
     ).frame.reset_index(drop=True)
     texts = frame["text"].tolist()
     for rep in args.representations:
-        x = np.hstack([_vectors(part, texts) for part in rep.split("+")])
+        parts = rep.split("+")
+        sparse = [p for p in parts if p in SPARSE]
+        if sparse and (len(parts) > 1 or args.erase_sources or args.prune):
+            raise SystemExit(f"{rep!r}: char and word stand alone, without --erase-sources/--prune")
+        if args.min_sources and not sparse:
+            raise SystemExit(f"--min-sources applies to char and word, not {rep!r}")
+        x = _vectors(rep, texts) if sparse else np.hstack([_vectors(p, texts) for p in parts])
+        model = rep if sparse else args.model
         balance = (args.balance_by, args.balance)
-        result = _lodo(frame, x, args.model, args.C, args.erase_sources, balance, args.prune)
+        result, (fpr, recall) = _lodo(
+            frame,
+            x,
+            model,
+            args.C,
+            args.erase_sources,
+            balance,
+            args.prune,
+            args.min_sources,
+            args.per_kind,
+        )
         values = [v for v, _ in result.values()]
         below = sorted(s for s, (v, _) in result.items() if v < 0.5)
         aucs = ", ".join(f"{s} {a:.3f}" for s, (_, a) in result.items() if a is not None)
-        macro = f"LODO macro {np.mean(values):.3f}, {len(below)} below 0.5"
+        macro = (
+            f"LODO macro {np.mean(values):.3f}, {len(below)} below 0.5, "
+            f"never-seen benign FPR {fpr:.3f} / attack recall {recall:.3f}"
+        )
         erased = ", sources erased" if args.erase_sources else ""
         if args.balance:
             erased += f", balanced by {args.balance_by} ** -{args.balance}"
         if args.prune:
             erased += f", rows below {args.prune} of their own label pruned"
-        print(f"{rep} ({args.model}{erased}): {macro} | AUC {aucs}")
+        if args.per_kind:
+            erased += ", one model per kind of attack"
+        if args.min_sources:
+            erased += f", n-grams in fewer than {args.min_sources} training sources dropped"
+        print(f"{rep} ({model}{erased}): {macro} | AUC {aucs}")
         print("  " + ", ".join(f"{s} {v:.3f}" for s, (v, _) in result.items()))
 
 
