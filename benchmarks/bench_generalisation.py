@@ -299,7 +299,7 @@ def main() -> None:
         help="what the embedded rows embed (run default: attacks)",
     )
     ap.add_argument(
-        "--twins", type=int, default=0, help="constructed benign twins (run default: 0)"
+        "--twins", type=int, default=3000, help="constructed benign twins (run default: 3000)"
     )
     ap.add_argument(
         "--cap", action="append", default=[], help="source cap NAME=ROWS or NAME=none (as run)"

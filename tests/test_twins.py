@@ -104,7 +104,7 @@ def mirror(tmp_path: Path, data_dir: Path) -> Path:
 
 def test_twins_join_the_trace_as_counted_training_rows(mirror: Path) -> None:
     sources = ("xstest", "deepset-prompt-injections", "mt-bench", "promptmap-rules")
-    plain = build_trace(TraceSpec(sources=sources), data_dir=mirror)
+    plain = build_trace(TraceSpec(sources=sources, twins=0), data_dir=mirror)
     trace = build_trace(TraceSpec(sources=sources, twins=30), data_dir=mirror)
     twins = trace.frame[trace.frame.source == TWINS_SOURCE]
     assert 0 < len(twins) <= 30
@@ -124,6 +124,8 @@ def test_twins_join_the_trace_as_counted_training_rows(mirror: Path) -> None:
     assert again.frame.equals(trace.frame)
     with pytest.raises(ConfigError, match="twins=-1"):
         TraceSpec(sources=sources, twins=-1)
+    # The trace and `gatebench run` agree on the default count, and it is not zero.
+    assert TraceSpec(sources=sources).twins == RunConfig().twins > 0
 
 
 def test_train_ships_a_model_of_the_twins_trace(mirror: Path, tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ class RunConfig(BaseModel):
     roles: dict[str, str] = Field(default_factory=dict)
     embedded: int = 0
     embedded_payloads: str = "attacks"
-    twins: int = 0
+    twins: int = 3000
     chunk_chars: int = 4000
     chunk_overlap: int = 400
     # How the paths in `sources` are read (gatebench.data.local.FileOptions).

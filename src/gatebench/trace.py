@@ -118,8 +118,9 @@ class TraceSpec:
         planted mid-document) or ``mixed`` (half each).
     twins : int
         Constructed benign training rows: English training-corpus prompts with
-        learned trigger words inserted (:mod:`gatebench.twins`); 0 (the
-        default) for none.
+        learned trigger words inserted (:mod:`gatebench.twins`); 0 for none.
+        The default, 3,000, is the count measured by LODO: with the content
+        features and the uncapped corpora they rank never-seen text better.
     """
 
     sources: tuple[str, ...] = DEFAULT_SOURCES
@@ -131,7 +132,7 @@ class TraceSpec:
     roles: dict[str, str] = field(default_factory=dict)
     embedded: int = 0
     embedded_payloads: str = "attacks"
-    twins: int = 0
+    twins: int = 3000
     files: FileOptions = field(default_factory=FileOptions)
     paths: dict[str, str] = field(default_factory=dict)
 

@@ -45,7 +45,7 @@ def test_cards_are_pinned_training_corpora(
         assert len(card.revision) == 40 and int(card.revision, 16) >= 0
     assert (card.licence_flag is not None) == flagged
     assert card.expected_rows is not None and sum(card.expected_rows) < 3000
-    assert card.default_cap is None  # every one of them emits fewer than 3,000 rows
+    assert card.default_cap is None  # training corpora are read whole
 
 
 def _write(root: Path, rel: str, data: str | bytes) -> Path:

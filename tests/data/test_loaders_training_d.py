@@ -26,7 +26,7 @@ def test_card_is_an_uncapped_benign_training_corpus(name: str) -> None:
     card = get_loader(name).card
     assert card.role is Role.TRAINING
     assert card.family is Family.ALL_BENIGN
-    assert card.default_cap is None  # every source emits fewer than 3,000 rows
+    assert card.default_cap is None  # training corpora are read whole
     assert card.upstream.startswith("github:") and len(card.revision) == 40
     assert card.expected_rows is not None and card.expected_rows[0] == 0
 

@@ -84,8 +84,10 @@ def test_exit_rule(fitted_gate) -> None:  # type: ignore[no-untyped-def]
     lo, hi = fitted_gate.band
     assert 0.0 < lo < hi < 1.0
     p = np.array([lo / 2, (lo + hi) / 2, (1 + hi) / 2, lo / 2])
-    feats = np.zeros((4, fitted_gate.heads["features"].coef.shape[0]), dtype=np.float32)
     from gatebench.gate.features import FEATURE_NAMES
+
+    # Routing reads every handcrafted feature, whichever of them the feature head uses.
+    feats = np.zeros((4, len(FEATURE_NAMES)), dtype=np.float32)
 
     feats[3, FEATURE_NAMES.index("base64_decoded")] = 1  # an escalation cue
     in_band, escalated = fitted_gate.route(p, feats)

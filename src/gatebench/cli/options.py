@@ -99,7 +99,7 @@ Twins = Annotated[
     typer.Option(
         "--twins",
         help="Constructed benign training rows: an English training prompt with learned "
-        "trigger words inserted (default 0).",
+        "trigger words inserted (default 3000; 0 for none).",
     ),
 ]
 SkipMissing = Annotated[

@@ -42,6 +42,9 @@ class DatasetCard:
         Balanced, all-attack or all-benign; fixes the primary metric.
     default_cap : int or None
         Rows kept by default (seeded, stratified by label); ``None`` keeps all.
+        Training corpora keep all: they are never scored, so a cap would only
+        discard training text, and how much a large corpus counts is for the
+        detector to weigh (Gate's source-balanced weights).
     paper_benchmark : bool
         True for the 16 benchmarks of the methodology paper.
     expected_rows : tuple of (int, int) or None

@@ -112,11 +112,15 @@ class Gate:
         A ready encoder; built (exported, quantised, cached) when omitted.
     multilingual_chars : int
         Characters of each text the ``multilingual`` head reads (its start).
-    meta_features : {"all", "content"}
-        Which handcrafted features the fast path reads: ``all``, or
-        ``content`` (cues and obfuscation signals only, without the
-        :data:`STYLE_FEATURES` that identify a source by its form), both as
-        combiner columns and as the feature head's input.
+    meta_features : {"content", "all"}
+        Which handcrafted features the fast path reads: ``content`` (cues
+        and obfuscation signals only, without the :data:`STYLE_FEATURES`
+        that identify a source by its form), or ``all``, both as combiner
+        columns and as the feature head's input. ``content`` is the
+        default because length, script and layout tell the training sources
+        apart rather than attacks from benign text: with them the combiners
+        rank text from a source they never saw worse (LODO in
+        benchmarks/RESULTS.md), though they score the sources they saw better.
     monotone : bool
         Constrain the combiners to be non-decreasing in every head's attack
         evidence (and non-increasing in benign-neighbour similarity), so that
@@ -176,7 +180,7 @@ class Gate:
         sentence_tokens: int = 256,
         encoder: MiniLMEncoder | None = None,
         multilingual_chars: int = 1000,
-        meta_features: str = "all",
+        meta_features: str = "content",
         monotone: bool = False,
         combine: str = "trees",
         stack_groups: int = 0,

@@ -22,7 +22,6 @@ CARD = DatasetCard(
         "K. Cobbe et al. Training Verifiers to Solve Math Word Problems. arXiv:2110.14168, 2021."
     ),
     family=Family.ALL_BENIGN,
-    default_cap=3000,
     expected_rows=(0, 8792),
     construction=(
         "train.jsonl (7,473) + test.jsonl (1,319), text = `question` verbatim, label 0, "

@@ -30,7 +30,6 @@ CARD = DatasetCard(
         "Converted by A. Bavaresco et al., LLMs instead of Human Judges?, ACL 2025."
     ),
     family=Family.BALANCED,
-    default_cap=3000,
     expected_rows=(204, 4908),
     role=Role.TRAINING,
     construction=(

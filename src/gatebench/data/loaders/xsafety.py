@@ -58,7 +58,6 @@ CARD = DatasetCard(
         "Models. Findings of ACL 2024 (arXiv:2310.00905)."
     ),
     family=Family.BALANCED,
-    default_cap=3000,
     expected_rows=(3997, 2000),
     construction=(
         "14 categories x 200 parallel items x 10 languages; header-less CSV (BOM, some with "
