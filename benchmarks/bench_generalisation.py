@@ -273,6 +273,10 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
+    from gatebench.config import RunConfig
+
+    # The trace options default to `gatebench run`'s, read from its config, not restated.
+    run = RunConfig()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", choices=("lodo", "lofo"), default="lofo")
     ap.add_argument("--out", type=Path, required=True)
@@ -282,24 +286,30 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None, help="held-out names to run")
     ap.add_argument("--scores", type=Path, help="folder for each refit's row scores (.npz)")
     ap.add_argument("--sources", nargs="*", default=["default"], help="trace sources or preset")
-    ap.add_argument("--seed", type=int, default=20260527, help="trace seed (gatebench run's)")
+    ap.add_argument("--seed", type=int, default=run.seed, help="trace seed (gatebench run's)")
     ap.add_argument(
         "--fit-seed",
         type=int,
-        default=20260527,
+        default=run.seed,
         help="root of each refit's inner split and detector seed (another value: another draw)",
     )
     ap.add_argument(
-        "--embedded", type=int, default=0, help="constructed embedded injections (run default: 0)"
+        "--embedded",
+        type=int,
+        default=run.embedded,
+        help="embedded injections (default %(default)s)",
     )
     ap.add_argument(
         "--embedded-payloads",
         choices=("attacks", "instructions", "mixed"),
-        default="attacks",
-        help="what the embedded rows embed (run default: attacks)",
+        default=run.embedded_payloads,
+        help="what the embedded rows embed (default %(default)s)",
     )
     ap.add_argument(
-        "--twins", type=int, default=3000, help="constructed benign twins (run default: 3000)"
+        "--twins",
+        type=int,
+        default=run.twins,
+        help="constructed benign twins (default %(default)s)",
     )
     ap.add_argument(
         "--cap", action="append", default=[], help="source cap NAME=ROWS or NAME=none (as run)"

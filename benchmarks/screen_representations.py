@@ -256,11 +256,11 @@ def _lodo(
         )
         yy, ss = scored["y"].to_numpy(), scored["s"].to_numpy()
         auc = float(roc_auc_score(yy, ss)) if 0 < yy.sum() < len(yy) else None
-        out[str(source)] = (_primary(yy, ss >= theta)[1], auc)
-        flagged[0] += int(((ss >= theta) & (yy == 0)).sum())
-        flagged[1] += int(((ss >= theta) & (yy == 1)).sum())
-        counts[0] += int((yy == 0).sum())
-        counts[1] += int((yy == 1).sum())
+        flag = ss >= theta
+        out[str(source)] = (_primary(yy, flag)[1], auc)
+        for label in (0, 1):
+            flagged[label] += int((flag & (yy == label)).sum())
+            counts[label] += int((yy == label).sum())
     return out, (flagged[0] / max(counts[0], 1), flagged[1] / max(counts[1], 1))
 
 
