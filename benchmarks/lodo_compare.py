@@ -20,12 +20,19 @@ difference read off one draw each may be noise. Join a configuration's draws
 with ``+`` and ``--draws`` prints each cell as the range over its draws, and
 marks with ``*`` a source whose range does not overlap the first column's.
 
+``--units`` prints one row per refit instead: what it held out (a source
+under LODO, a whole family under LOFO) with the refit's FPR / recall / AUC
+at its own threshold, and the pooled FPR / recall. It is the LOFO view: a
+family mixes sources with different primary metrics, but every refit has
+an FPR on its held-out benign rows and a recall on its held-out attacks.
+
 Usage::
 
     .venv/bin/python benchmarks/lodo_compare.py runs/lodo-gate-default.jsonl runs/other.jsonl \
         [--labels default other] [--summary]
     .venv/bin/python benchmarks/lodo_compare.py --draws runs/a.jsonl+runs/a-seed1.jsonl \
         runs/b.jsonl+runs/b-seed1.jsonl
+    .venv/bin/python benchmarks/lodo_compare.py --units runs/lofo-a.jsonl runs/lofo-b.jsonl
 """
 
 from __future__ import annotations
@@ -145,6 +152,33 @@ def draws(columns: list[str], labels: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _unit_cell(row: dict[str, Any]) -> str:
+    """One refit's ``FPR / recall / AUC``, a dash where its held-out rows lack a class."""
+    fpr = f"{row['fpr']:.3f}" if row["n_benign"] else "–"
+    recall = f"{row['recall']:.3f}" if row["n_attack"] else "–"
+    auc = f"{row['auc']:.2f}" if row.get("auc") is not None else "–"
+    return f"{fpr} / {recall} / {auc}"
+
+
+def units(files: list[str], labels: list[str]) -> str:
+    """Per held-out unit, each file's ``FPR / recall / AUC``; then the pooled FPR / recall."""
+    runs = [{r["held_out"]: r for r in _rows(p)} for p in files]
+    order = list(runs[0]) + sorted({u for run in runs[1:] for u in run} - set(runs[0]))
+    lines = [
+        "| held out: FPR / recall / AUC | " + " | ".join(labels) + " |",
+        "|---|" + "---|" * len(labels),
+    ]
+    for unit in order:
+        cells = [_unit_cell(run[unit]) if unit in run else "–" for run in runs]
+        lines.append(f"| {unit} | " + " | ".join(cells) + " |")
+    pooled_cells = []
+    for run in runs:
+        s = summarise(list(run.values()))
+        pooled_cells.append(f"{s['unseen_benign_fpr']:.3f} / {s['unseen_attack_recall']:.3f}")
+    lines.append("| pooled FPR / recall | " + " | ".join(pooled_cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", help="LODO files; join a split run's with commas")
@@ -153,13 +187,16 @@ def main() -> None:
     parser.add_argument(
         "--draws", action="store_true", help="columns are draws joined with +: show ranges"
     )
+    parser.add_argument(
+        "--units", action="store_true", help="one row per held-out unit: FPR / recall / AUC"
+    )
     args = parser.parse_args()
     labels = args.labels or [Path(f.split(",")[0].split("+")[0]).stem for f in args.files]
     if len(labels) != len(args.files):
         parser.error(f"--labels names {len(labels)} columns for {len(args.files)} files")
-    if args.draws and args.summary:
-        parser.error("--draws and --summary are separate views; pass one of them")
-    show = draws if args.draws else ledger if args.summary else table
+    if args.draws + args.summary + args.units > 1:
+        parser.error("--draws, --summary and --units are separate views; pass one of them")
+    show = draws if args.draws else ledger if args.summary else units if args.units else table
     print(show(args.files, labels))
 
 
