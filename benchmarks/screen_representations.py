@@ -17,12 +17,15 @@ embedding cache. ``char`` and ``word`` are the hashed n-gram counts of Gate's
 two lexical heads, each read by its own head (SGD logistic regression on
 TF-IDF, NB-SVM) instead of the screen's model. ``--min-sources K`` keeps, per
 refit, only the n-gram buckets that occur in at least ``K`` of its training
-sources. Usage::
+sources. ``--hard K`` weighs each training row by ``1 + K * (1 - p)``, ``p``
+its out-of-fold probability of its own label. Every run prints the pooled
+never-seen FPR / recall at four threshold rules, so two runs can be read
+against one curve. Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_representations.py \
         static multilingual static+multilingual [--model mlp]
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_representations.py \
-        char word --balance 0.5 --balance-by source [--min-sources 3]
+        char word --balance 0.5 --balance-by source [--min-sources 3] [--hard 2]
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ from gatebench.config import RunConfig
 #: The trace seed `gatebench run` and the LODO bench use, for the trace and the inner splits.
 SEED = RunConfig.model_fields["seed"].default
 
+
+#: FPR bounds on the refit's inner-valid rows; the first is the LODO rule.
+RULES = (0.01, 0.02, 0.005, 0.002)
 
 #: Representations read by the Gate head of the same name, not by ``--model``.
 SPARSE = ("char", "word")
@@ -178,6 +184,17 @@ def _weights(
     return balance_weights(km.fit_predict(x), y, power)
 
 
+def _own_probability(x: np.ndarray, y: np.ndarray, model: str, c: float, seed: int) -> np.ndarray:
+    """Each row's out-of-fold probability of its own label (3 folds)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    own = np.empty(len(y))
+    for fit, out in StratifiedKFold(3, shuffle=True, random_state=seed).split(x, y):
+        p = _fit(x[fit], y[fit], model, c)(x[out])
+        own[out] = np.where(y[out] == 1, p, 1.0 - p)
+    return own
+
+
 def _agreeing(
     x: np.ndarray, y: np.ndarray, model: str, c: float, floor: float, seed: int
 ) -> np.ndarray:
@@ -187,13 +204,21 @@ def _agreeing(
     labels it against what similar rows from other sources say; dropping those
     asks whether the sources' disagreements, not the model, set the trade.
     """
-    from sklearn.model_selection import StratifiedKFold
+    return _own_probability(x, y, model, c, seed) >= floor
 
-    own = np.empty(len(y))
-    for fit, out in StratifiedKFold(3, shuffle=True, random_state=seed).split(x, y):
-        p = _fit(x[fit], y[fit], model, c)(x[out])
-        own[out] = np.where(y[out] == 1, p, 1.0 - p)
-    return own >= floor
+
+def _hard_factor(
+    x: np.ndarray, y: np.ndarray, model: str, c: float, k: float, seed: int
+) -> np.ndarray:
+    """``1 + k * (1 - p_own)``: more weight on rows the other folds get wrong.
+
+    Pruning those rows costs the never-seen attacks, so they carry what the
+    held-out sources need. Weighting them up asks the opposite question: is
+    it the benign rows that read like attacks (security questions, texts that
+    name an attack) and the attacks that read like data that a linear model
+    under-learns, because the many easy rows outvote them?
+    """
+    return 1.0 + k * (1.0 - _own_probability(x, y, model, c, seed))
 
 
 def _lodo(
@@ -206,11 +231,13 @@ def _lodo(
     prune: float = 0.0,
     min_sources: int = 0,
     per_kind: bool = False,
-) -> tuple[dict[str, tuple[float, float | None]], tuple[float, float]]:
+    hard: float = 0.0,
+) -> tuple[dict[str, tuple[float, float | None]], dict[float, tuple[float, float]]]:
     """Each held-out source's (primary metric, AUC), and the pooled (benign FPR, attack recall).
 
     The pooled pair is over every held-out prompt at its own refit's
-    threshold: where a lever only moves the threshold, it slides along the
+    threshold, for each FPR rule of :data:`RULES` (the first is the LODO
+    rule): where a lever only moves the threshold, it slides along the
     default's curve; where it ranks never-seen text better, it lies above it.
     """
     from sklearn.metrics import roc_auc_score
@@ -222,7 +249,8 @@ def _lodo(
     y = frame["label"].to_numpy(dtype=np.int64)
     names = frame["source"].to_numpy()
     out = {}
-    flagged, counts = [0, 0], [0, 0]
+    flagged = {rule: [0, 0] for rule in RULES}
+    counts = [0, 0]
     for source in sorted(frame.loc[frame["role"] == "evaluation", "source"].unique()):
         held = (frame["source"] == source).to_numpy()
         train = np.flatnonzero(~held)
@@ -237,12 +265,20 @@ def _lodo(
             seed = child_seed(SEED, "prune", source)
             fit_rows = fit_rows[_agreeing(xs[fit_rows], y[fit_rows], model, c, prune, seed)]
         weight = _weights(xs[fit_rows], y[fit_rows], names[fit_rows], *balance)
+        if hard:
+            seed = child_seed(SEED, "hard", source)
+            factor = _hard_factor(xs[fit_rows], y[fit_rows], model, c, hard, seed)
+            weight = factor if weight is None else weight * factor
         if per_kind:
             kind = _attack_kind(names[fit_rows])
             prob = _fit_per_kind(xs[fit_rows], y[fit_rows], kind, model, c, weight)
         else:
             prob = _fit(xs[fit_rows], y[fit_rows], model, c, weight)
-        theta = select_operating_point(y[train[va]], prob(xs[train[va]]), max_fpr=0.01).threshold
+        p_valid = prob(xs[train[va]])
+        thetas = {
+            rule: select_operating_point(y[train[va]], p_valid, max_fpr=rule).threshold
+            for rule in RULES
+        }
         scored = (
             pd.DataFrame(
                 {
@@ -256,12 +292,14 @@ def _lodo(
         )
         yy, ss = scored["y"].to_numpy(), scored["s"].to_numpy()
         auc = float(roc_auc_score(yy, ss)) if 0 < yy.sum() < len(yy) else None
-        flag = ss >= theta
-        out[str(source)] = (_primary(yy, flag)[1], auc)
+        out[str(source)] = (_primary(yy, ss >= thetas[RULES[0]])[1], auc)
         for label in (0, 1):
-            flagged[label] += int((flag & (yy == label)).sum())
             counts[label] += int((yy == label).sum())
-    return out, (flagged[0] / max(counts[0], 1), flagged[1] / max(counts[1], 1))
+            for rule, theta in thetas.items():
+                flagged[rule][label] += int(((ss >= theta) & (yy == label)).sum())
+    return out, {
+        rule: (f[0] / max(counts[0], 1), f[1] / max(counts[1], 1)) for rule, f in flagged.items()
+    }
 
 
 def main() -> None:
@@ -298,6 +336,12 @@ def main() -> None:
         action="store_true",
         help="one model per kind of attack (by source family) against all benign rows; max",
     )
+    ap.add_argument(
+        "--hard",
+        type=float,
+        default=0.0,
+        help="weight each training row by 1 + K * (1 - its out-of-fold probability of its label)",
+    )
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -318,7 +362,7 @@ def main() -> None:
         x = _vectors(rep, texts) if sparse else np.hstack([_vectors(p, texts) for p in parts])
         model = rep if sparse else args.model
         balance = (args.balance_by, args.balance)
-        result, (fpr, recall) = _lodo(
+        result, curve = _lodo(
             frame,
             x,
             model,
@@ -328,7 +372,9 @@ def main() -> None:
             args.prune,
             args.min_sources,
             args.per_kind,
+            args.hard,
         )
+        fpr, recall = curve[RULES[0]]
         values = [v for v, _ in result.values()]
         below = sorted(s for s, (v, _) in result.items() if v < 0.5)
         aucs = ", ".join(f"{s} {a:.3f}" for s, (_, a) in result.items() if a is not None)
@@ -343,10 +389,14 @@ def main() -> None:
             erased += f", rows below {args.prune} of their own label pruned"
         if args.per_kind:
             erased += ", one model per kind of attack"
+        if args.hard:
+            erased += f", rows weighted by 1 + {args.hard} * (1 - p(own label))"
         if args.min_sources:
             erased += f", n-grams in fewer than {args.min_sources} training sources dropped"
         print(f"{rep} ({model}{erased}): {macro} | AUC {aucs}")
         print("  " + ", ".join(f"{s} {v:.3f}" for s, (v, _) in result.items()))
+        points = ", ".join(f"{r:g}: {f:.3f} / {t:.3f}" for r, (f, t) in sorted(curve.items()))
+        print(f"  pooled never-seen FPR / recall by rule: {points}")
 
 
 if __name__ == "__main__":

@@ -136,3 +136,43 @@ def test_stack_sources_holds_whole_sources_out_of_each_inner_fit(dataset, gate_k
         Gate(seed=3, stack_sources=True, **gate_kw).fit(texts, y)
     with pytest.raises(ValueError, match="keep one"):
         Gate(stack_sources=True, stack_groups=8)
+
+
+def test_language_weights_give_every_language_the_overall_attack_share() -> None:
+    from gatebench.gate.balance import language_weights
+
+    rng = np.random.default_rng(1)
+    langs = rng.choice(["en", "fr", "zh", "sw"], p=[0.7, 0.15, 0.1, 0.05], size=3000)
+    # French is mostly attacks, Chinese mostly benign, Swahili benign only.
+    p_attack = {"en": 0.3, "fr": 0.8, "zh": 0.1, "sw": 0.0}
+    y = (rng.random(3000) < np.vectorize(p_attack.get)(langs)).astype(int)
+    base = rng.uniform(0.5, 2.0, size=3000)
+    w = language_weights(langs, y, base)
+    for label in (0, 1):
+        assert w[y == label].sum() == pytest.approx(base[y == label].sum())
+    shares = {c: w[(langs == c) & (y == 1)].sum() / w[langs == c].sum() for c in ("en", "fr", "zh")}
+    # Before, the shares were about 0.3 / 0.8 / 0.1; after, one value.
+    assert max(shares.values()) - min(shares.values()) < 1e-9
+    # A language with one label has no contrast to even out: its rows keep their ratios.
+    sw = langs == "sw"
+    assert np.allclose(w[sw] / base[sw], (w[sw] / base[sw])[0])
+
+
+def test_language_weights_leave_one_language_alone_and_name_bad_shapes() -> None:
+    from gatebench.gate.balance import language_weights
+
+    y = np.array([0, 1] * 50)
+    base = np.linspace(0.5, 1.5, 100)
+    assert np.allclose(language_weights(np.array(["en"] * 100), y, base), base)
+    with pytest.raises(ValueError, match="differ in shape"):
+        language_weights(np.array(["en"] * 99), y, base)
+
+
+def test_balance_languages_on_one_language_is_the_same_fit(dataset, gate_kw, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    plain = Gate(seed=3, **gate_kw).fit(texts, y)
+    by_language = Gate(seed=3, balance_languages=True, **gate_kw).fit(texts, y)
+    # The synthetic texts are all English: one language, already at the overall share.
+    assert np.allclose(plain.score(texts[:60]), by_language.score(texts[:60]))
+    by_language.save(tmp_path / "m")
+    assert Gate.load(tmp_path / "m").balance_languages is True

@@ -15,13 +15,25 @@ source's worth of weight.
 Within each label the weights are rescaled to sum to that label's row
 count, so the class balance the heads and the combiner see, and with it the
 calibration the operating point is chosen on, stays what the data has.
+
+:func:`language_weights` evens out something else: the share of attacks
+within each language. The non-English training text comes mostly from
+translated harmful-request sets, so a language can carry far more attack
+weight than English does, and a model learns the language itself as
+evidence: never-seen benign text in those languages (maths, instructions)
+is then flagged many times as often as English. Rescaling each
+(language, label) cell so that every language has the attack share of the
+whole training set leaves the language uninformative on its own.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["balance_weights"]
+__all__ = ["MIN_LANGUAGE_ROWS", "balance_weights", "language_weights"]
+
+#: Rows a language needs of each label before its cells are rescaled.
+MIN_LANGUAGE_ROWS = 20
 
 
 def balance_weights(groups: np.ndarray, y: np.ndarray, power: float) -> np.ndarray:
@@ -55,3 +67,45 @@ def balance_weights(groups: np.ndarray, y: np.ndarray, power: float) -> np.ndarr
         rows = y == label
         w[rows] *= rows.sum() / w[rows].sum()
     return np.asarray(w)
+
+
+def language_weights(languages: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``weight`` rescaled so that each language holds the overall attack share.
+
+    Parameters
+    ----------
+    languages : ndarray of shape (n,)
+        A language code per row (``"und"`` is a language like any other).
+    y : ndarray of shape (n,)
+        Labels, 0 or 1.
+    weight : ndarray of shape (n,)
+        The rows' weights so far (all ones for an unweighted fit).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Within each language that has at least :data:`MIN_LANGUAGE_ROWS`
+        rows of each label, the attack rows' share of its weight equals the
+        attack share of the whole weight; a language with fewer of either
+        label keeps its weights (there is no contrast in it to even out).
+        Within each label the result sums to what ``weight`` did.
+    """
+    languages, y = np.asarray(languages).astype(str), np.asarray(y)
+    w = np.asarray(weight, dtype=np.float64).copy()
+    if not (languages.shape == y.shape == w.shape):
+        raise ValueError(
+            f"languages {languages.shape}, labels {y.shape} and weights {w.shape} differ in shape"
+        )
+    share = w[y == 1].sum() / w.sum()
+    for code in np.unique(languages):
+        rows = languages == code
+        attack, benign = rows & (y == 1), rows & (y == 0)
+        if min(attack.sum(), benign.sum()) < MIN_LANGUAGE_ROWS:
+            continue
+        total = w[rows].sum()
+        w[attack] *= share * total / w[attack].sum()
+        w[benign] *= (1.0 - share) * total / w[benign].sum()
+    for label in np.unique(y):
+        rows = y == label
+        w[rows] *= np.asarray(weight, dtype=np.float64)[rows].sum() / w[rows].sum()
+    return w

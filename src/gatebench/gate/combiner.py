@@ -27,6 +27,11 @@ __all__ = ["COMBINER_KINDS", "Blend", "Combiner", "HeadMean", "cross_fit"]
 COMBINER_KINDS = ("trees", "mean", "blend")
 
 
+def head_weight(weight: np.ndarray, j: int) -> np.ndarray:
+    """Head ``j``'s row weights: the one vector every head shares, or its own column."""
+    return weight if weight.ndim == 1 else weight[:, j]
+
+
 def cross_fit(
     make_heads: Callable[[], list[Head]],
     views: Views,
@@ -55,7 +60,8 @@ def cross_fit(
         A group per row; rows of one group share a fold (stratified group
         folds), so each row's outputs come from heads that saw none of its group.
     weight : ndarray, optional
-        A training weight per row, handed to each sub-fit for its rows.
+        A training weight per row, handed to each sub-fit for its rows; of
+        shape (n, n_heads), a column per head.
 
     Returns
     -------
@@ -79,7 +85,7 @@ def cross_fit(
     for fit_idx, out_idx in folds:
         fit_views, out_views = views.take(fit_idx), views.take(out_idx)
         for j, head in enumerate(make_heads()):
-            w = None if weight is None else weight[fit_idx]
+            w = None if weight is None else head_weight(weight, j)[fit_idx]
             head.fit_x(head.x_of(fit_views), y[fit_idx], w)
             x_out = head.x_of(out_views)
             cols = head.meta_x(x_out)

@@ -155,6 +155,18 @@ class Gate:
         random rows (or ``stack_groups`` clusters), so the combiners learn
         how each head does on a source it was not fitted on; ``fit`` then
         needs ``sources``. Excludes ``stack_groups``.
+    hard_rows : float
+        0: off. Above 0, the heads are cross-fitted twice: the second time
+        (and in the final fits) each row's weight is multiplied by
+        ``1 + hard_rows * (1 - p)``, ``p`` being the head's out-of-fold
+        probability of the row's label from the first, with each label's
+        total weight kept (:func:`~gatebench.gate.training.hard_weights`).
+        It doubles the heads' fitting time.
+    balance_languages : bool
+        Detect each training text's language and rescale the row weights so
+        that every language holds the attack share of the whole training set
+        (:func:`~gatebench.gate.balance.language_weights`): a language is then
+        no evidence of attack on its own.
     """
 
     name = "gate"
@@ -187,6 +199,8 @@ class Gate:
         blend_heads: Sequence[str] = ("embed",),
         balance: float = 0.5,
         stack_sources: bool = False,
+        hard_rows: float = 0.0,
+        balance_languages: bool = False,
     ) -> None:
         check_params(
             heads=heads,
@@ -197,6 +211,7 @@ class Gate:
             blend_heads=blend_heads,
             balance=balance,
             stack_sources=stack_sources,
+            hard_rows=hard_rows,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -234,6 +249,8 @@ class Gate:
         self.blend_heads = tuple(blend_heads)
         self.balance = float(balance)
         self.stack_sources = bool(stack_sources)
+        self.hard_rows = float(hard_rows)
+        self.balance_languages = bool(balance_languages)
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------

@@ -27,6 +27,7 @@ def check_params(
     blend_heads: Sequence[str],
     balance: float = 0.0,
     stack_sources: bool = False,
+    hard_rows: float = 0.0,
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -49,6 +50,8 @@ def check_params(
         )
     if not 0.0 <= balance <= 1.0:
         raise ValueError(f"balance={balance!r} must be in [0, 1], e.g. 0.5 (0: off)")
+    if not 0.0 <= hard_rows <= 100.0:
+        raise ValueError(f"hard_rows={hard_rows!r} must be in [0, 100], e.g. 2 (0: off)")
     if combine == "blend" and (
         not blend_heads or set(blend_heads) - set(heads) or NeighbourHead.name in blend_heads
     ):

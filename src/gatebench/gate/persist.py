@@ -113,6 +113,8 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "blend_heads": list(gate.blend_heads),
         "balance": gate.balance,
         "stack_sources": gate.stack_sources,
+        "hard_rows": gate.hard_rows,
+        "balance_languages": gate.balance_languages,
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -235,6 +237,8 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         blend_heads=tuple(meta.get("blend_heads", ("embed",))),
         balance=float(meta.get("balance", 0.0)),
         stack_sources=bool(meta.get("stack_sources", False)),
+        hard_rows=float(meta.get("hard_rows", 0.0)),
+        balance_languages=bool(meta.get("balance_languages", False)),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache

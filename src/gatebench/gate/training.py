@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gatebench.gate.balance import balance_weights
+from gatebench.gate.balance import balance_weights, language_weights
 from gatebench.gate.columns import column_direction
-from gatebench.gate.combiner import Blend, Combiner, HeadMean, cross_fit
+from gatebench.gate.combiner import Blend, Combiner, HeadMean, cross_fit, head_weight
 from gatebench.gate.features import escalation_cues
 from gatebench.gate.heads import Head, sigmoid
 from gatebench.gate.heads.base import Valid
@@ -25,7 +25,7 @@ from gatebench.gate.views import Views
 if TYPE_CHECKING:
     from gatebench.gate.model import Gate
 
-__all__ = ["cluster_groups", "fit_gate", "inner_groups", "row_weights"]
+__all__ = ["cluster_groups", "fit_gate", "hard_weights", "inner_groups", "row_weights"]
 
 _EPS = 1e-6
 
@@ -59,6 +59,42 @@ def row_weights(gate: Gate, y: np.ndarray, sources: np.ndarray | None) -> np.nda
     if not gate.balance or sources is None:
         return None
     return balance_weights(sources, y, gate.balance)
+
+
+def hard_weights(
+    heads: list[Head],
+    decisions: np.ndarray,
+    y: np.ndarray,
+    weight: np.ndarray | None,
+    strength: float,
+) -> np.ndarray:
+    """Per head, each row's weight times ``1 + strength * (1 - p)``.
+
+    ``p`` is the head's out-of-fold probability of the row's own label
+    (its margin Platt-scaled on the same out-of-fold margins). The rows a
+    head gets wrong from the other folds are benign texts that read like
+    attacks (a question about an exploit, a text that names a jailbreak) and
+    attacks that read like data; among many easy rows they are outvoted.
+    Each label's total weight is kept, so only the emphasis within a label
+    moves, not the class balance or the heads' regularisation.
+
+    Returns
+    -------
+    ndarray of shape (n, n_heads)
+        A weight column per head, for :func:`~gatebench.gate.combiner.cross_fit`.
+    """
+    base = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
+    out = np.empty((len(y), len(heads)))
+    for j, head in enumerate(heads):
+        p = head.calibrate(decisions[:, j], y).proba_from_decision(decisions[:, j])
+        miss = np.where(y == 1, 1.0 - p, p)
+        w = base * (1.0 + strength * miss)
+        for label in (0, 1):
+            rows = y == label
+            if rows.any():
+                w[rows] *= base[rows].sum() / w[rows].sum()
+        out[:, j] = w
+    return out
 
 
 def inner_groups(gate: Gate, views: Views, sources: np.ndarray | None) -> np.ndarray | None:
@@ -101,6 +137,11 @@ def fit_gate(
         texts, y = [texts[i] for i in tr], y[tr]
         src = None if src is None else src[tr]
     weight = row_weights(gate, y, src)
+    if gate.balance_languages:
+        from gatebench.language import detect_languages
+
+        base = np.ones(len(y)) if weight is None else weight
+        weight = language_weights(np.asarray(detect_languages(texts)), y, base)
     v_texts, v_y = list(valid[0]), np.asarray(valid[1], dtype=np.int64)
     feat = gate._get_featurizer()
     views, v_views = feat(texts), feat(v_texts)
@@ -172,15 +213,27 @@ def _stack(
 ) -> tuple[list[Head], list[np.ndarray]]:
     """Cross-fit ``make()``'s heads, then fit each on every row (rows weighted by ``weight``).
 
+    With Gate's ``hard_rows`` the cross-fit runs twice: the first gives each
+    row's out-of-fold miss per head (:func:`hard_weights`), the second and
+    the final fits weight by it, so the combiner's columns come from heads
+    fitted as the served ones are.
+
     Returns the fitted heads (Platt-calibrated on their out-of-fold
     margins) and the out-of-fold combiner columns of every head.
     """
-    oof_meta, oof_dec = cross_fit(
-        make, views, y, n_folds=gate.n_folds, seed=gate.seed, groups=groups, weight=weight
-    )
+
+    def inner(w: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray]:
+        return cross_fit(
+            make, views, y, n_folds=gate.n_folds, seed=gate.seed, groups=groups, weight=w
+        )
+
+    oof_meta, oof_dec = inner(weight)
+    if gate.hard_rows:
+        weight = hard_weights(make(), oof_dec, y, weight, gate.hard_rows)
+        oof_meta, oof_dec = inner(weight)
     heads = make()
     for j, head in enumerate(heads):
-        head.fit_x(head.x_of(views), y, weight)
+        head.fit_x(head.x_of(views), y, None if weight is None else head_weight(weight, j))
         head.calibrate(oof_dec[:, j], y)
     return heads, oof_meta
 
