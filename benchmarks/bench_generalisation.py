@@ -16,6 +16,14 @@ per-source primaries it reports what an outside evaluation would see at the
 model's own threshold: pooled FPR on held-out benign prompts and pooled
 recall on held-out attacks, and the AUC of the held-out rows.
 
+Leave one training corpus out (``--mode corpora``): each refit holds out
+one training corpus and keeps every other source, so the kind it holds is
+still seen through the other corpora and the evaluation sources, but not
+that source. It is the setting of an outside evaluation of a shipped model:
+the shipped model has seen security questions and real user requests, just
+not the outside evaluation's. Only the pooled FPR / recall and AUC mean
+anything here (a training corpus has no place in the LODO macro).
+
 ``--fit-seed`` draws another inner split and detector seed for every refit
 (the trace stays the same): the spread between draws is what a lever's
 difference has to exceed.
@@ -195,7 +203,14 @@ def refit_row(
 
 
 def held_units(frame: pd.DataFrame, mode: str) -> dict[str, tuple[str, ...]]:
-    """What each refit holds out: every evaluation source (LODO) or every family (LOFO)."""
+    """What each refit holds out: an evaluation source (LODO), a family (LOFO) or a corpus."""
+    if mode == "corpora":
+        from gatebench.augment import EMBEDDED_SOURCE
+        from gatebench.twins import TWINS_SOURCE
+
+        built = {EMBEDDED_SOURCE, TWINS_SOURCE}
+        training = frame.loc[frame["role"] == "training", "source"].unique()
+        return {str(s): (str(s),) for s in sorted(training) if s not in built}
     if mode == "lofo":
         present = set(frame["source"])
         found = {f: tuple(s for s in srcs if s in present) for f, srcs in FAMILIES.items()}
@@ -278,7 +293,7 @@ def main() -> None:
     # The trace options default to `gatebench run`'s, read from its config, not restated.
     run = RunConfig()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mode", choices=("lodo", "lofo"), default="lofo")
+    ap.add_argument("--mode", choices=("lodo", "lofo", "corpora"), default="lofo")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--detector", default="gate")
     ap.add_argument("--jobs", type=int, default=1)
