@@ -151,3 +151,15 @@ def fitted_gate(dataset: tuple[list[str], np.ndarray], embedder: StaticEmbedder)
     texts, y = dataset
     valid = make_dataset(150, seed=1)
     return Gate(seed=0, embedder=embedder, **TINY_PARAMS).fit(texts, y, valid=valid)
+
+
+@pytest.fixture(scope="session")
+def gate_kw(embedder: StaticEmbedder) -> dict[str, object]:
+    """A small fast-path Gate: four heads, two inner folds, no cache, no deferred stage."""
+    return {
+        "embedder": embedder,
+        "n_folds": 2,
+        "cache_dir": None,
+        "heads": ["char", "word", "embed", "features"],
+        "sentence": False,
+    }

@@ -51,15 +51,9 @@ def test_bad_strength_is_named() -> None:
         Gate(hard_rows=-1.0)
 
 
-def test_hard_rows_change_the_fit_and_survive_a_reload(dataset, embedder, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_hard_rows_change_the_fit_and_survive_a_reload(dataset, gate_kw, tmp_path) -> None:  # type: ignore[no-untyped-def]
     texts, y = dataset
-    kw = {
-        "embedder": embedder,
-        "n_folds": 2,
-        "cache_dir": None,
-        "heads": ["char", "word", "embed", "features"],
-        "sentence": False,
-    }
+    kw = gate_kw
     plain = Gate(seed=3, **kw).fit(texts, y)
     hard = Gate(seed=3, hard_rows=3.0, **kw).fit(texts, y)
     probe = texts[:80]

@@ -49,17 +49,6 @@ def test_bad_power_and_shapes_are_named() -> None:
         Gate(balance=-0.1)
 
 
-@pytest.fixture(scope="module")
-def gate_kw(embedder):  # type: ignore[no-untyped-def]
-    return {
-        "embedder": embedder,
-        "n_folds": 2,
-        "cache_dir": None,
-        "heads": ["char", "word", "embed", "features"],
-        "sentence": False,
-    }
-
-
 def test_one_source_per_label_is_the_unweighted_fit(dataset, gate_kw) -> None:  # type: ignore[no-untyped-def]
     texts, y = dataset
     one_each = ["attacks" if label else "benign" for label in y]
