@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MIN_LANGUAGE_ROWS", "balance_weights", "language_weights"]
+__all__ = ["MIN_LANGUAGE_ROWS", "balance_weights", "keep_label_totals", "language_weights"]
 
 #: Rows a language needs of each label before its cells are rescaled.
 MIN_LANGUAGE_ROWS = 20
@@ -62,14 +62,26 @@ def balance_weights(groups: np.ndarray, y: np.ndarray, power: float) -> np.ndarr
     _, cell = np.unique(np.stack([groups.astype(str), y.astype(str)]), axis=1, return_inverse=True)
     cell = cell.ravel()
     sizes = np.bincount(cell).astype(np.float64)
-    w = sizes[cell] ** -float(power)
+    return keep_label_totals(sizes[cell] ** -float(power), y, np.ones(len(y)))
+
+
+def keep_label_totals(w: np.ndarray, y: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``w`` rescaled within each label to the total ``like`` has there.
+
+    Every reweighting here moves emphasis within a label only: the class
+    balance the heads and the combiner see, and with it their calibration,
+    stays that of ``like`` (the rows' weights before the reweighting).
+    """
+    w = np.asarray(w, dtype=np.float64).copy()
     for label in np.unique(y):
         rows = y == label
-        w[rows] *= rows.sum() / w[rows].sum()
-    return np.asarray(w)
+        w[rows] *= like[rows].sum() / w[rows].sum()
+    return w
 
 
-def language_weights(languages: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def language_weights(
+    languages: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None
+) -> np.ndarray:
     """``weight`` rescaled so that each language holds the overall attack share.
 
     Parameters
@@ -78,8 +90,8 @@ def language_weights(languages: np.ndarray, y: np.ndarray, weight: np.ndarray) -
         A language code per row (``"und"`` is a language like any other).
     y : ndarray of shape (n,)
         Labels, 0 or 1.
-    weight : ndarray of shape (n,)
-        The rows' weights so far (all ones for an unweighted fit).
+    weight : ndarray of shape (n,), optional
+        The rows' weights so far (None: an unweighted fit, every row 1).
 
     Returns
     -------
@@ -91,7 +103,8 @@ def language_weights(languages: np.ndarray, y: np.ndarray, weight: np.ndarray) -
         Within each label the result sums to what ``weight`` did.
     """
     languages, y = np.asarray(languages).astype(str), np.asarray(y)
-    w = np.asarray(weight, dtype=np.float64).copy()
+    base = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
+    w = base.copy()
     if not (languages.shape == y.shape == w.shape):
         raise ValueError(
             f"languages {languages.shape}, labels {y.shape} and weights {w.shape} differ in shape"
@@ -105,7 +118,4 @@ def language_weights(languages: np.ndarray, y: np.ndarray, weight: np.ndarray) -
         total = w[rows].sum()
         w[attack] *= share * total / w[attack].sum()
         w[benign] *= (1.0 - share) * total / w[benign].sum()
-    for label in np.unique(y):
-        rows = y == label
-        w[rows] *= np.asarray(weight, dtype=np.float64)[rows].sum() / w[rows].sum()
-    return w
+    return keep_label_totals(w, y, base)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gatebench.gate.balance import balance_weights, language_weights
+from gatebench.gate.balance import balance_weights, keep_label_totals, language_weights
 from gatebench.gate.columns import column_direction
 from gatebench.gate.combiner import Blend, Combiner, HeadMean, cross_fit, head_weight
 from gatebench.gate.features import escalation_cues
@@ -88,12 +88,7 @@ def hard_weights(
     for j, head in enumerate(heads):
         p = head.calibrate(decisions[:, j], y).proba_from_decision(decisions[:, j])
         miss = np.where(y == 1, 1.0 - p, p)
-        w = base * (1.0 + strength * miss)
-        for label in (0, 1):
-            rows = y == label
-            if rows.any():
-                w[rows] *= base[rows].sum() / w[rows].sum()
-        out[:, j] = w
+        out[:, j] = keep_label_totals(base * (1.0 + strength * miss), y, base)
     return out
 
 
@@ -140,8 +135,7 @@ def fit_gate(
     if gate.balance_languages:
         from gatebench.language import detect_languages
 
-        base = np.ones(len(y)) if weight is None else weight
-        weight = language_weights(np.asarray(detect_languages(texts)), y, base)
+        weight = language_weights(np.asarray(detect_languages(texts)), y, weight)
     v_texts, v_y = list(valid[0]), np.asarray(valid[1], dtype=np.int64)
     feat = gate._get_featurizer()
     views, v_views = feat(texts), feat(v_texts)
