@@ -25,6 +25,60 @@ def test_train_then_detect(dataset, embedder, tmp_path) -> None:  # type: ignore
     assert out[0]["flagged"] is True and out[0]["stage"] in ("fast", "deferred")
 
 
+class _StopError(Exception):
+    pass
+
+
+@pytest.mark.parametrize("folds", [0, 2])
+def test_train_model_passes_the_sources_to_every_fit(monkeypatch, tmp_path, folds) -> None:  # type: ignore[no-untyped-def]
+    from gatebench.gate.model import Gate
+
+    frame = pd.DataFrame(
+        {
+            "text": [f"text {i}" for i in range(40)],
+            "label": [0, 1] * 20,
+            "sample_id": [f"s{i}" for i in range(40)],
+            "source": ["a"] * 30 + ["b"] * 10,
+        }
+    )
+    seen: list[tuple[int, list[str] | None]] = []
+
+    def record(self, texts, y, *, valid=None, sources=None):  # type: ignore[no-untyped-def]
+        seen.append((len(texts), None if sources is None else list(sources)))
+        raise _StopError
+
+    monkeypatch.setattr(Gate, "fit", record)
+    with pytest.raises(_StopError):
+        train_model(frame, tmp_path / "m", folds=folds)
+    n, sources = seen[0]
+    assert sources is not None and len(sources) == n
+    assert set(sources) == ({"a", "b"} if folds else set(frame["source"]))
+    if not folds:
+        assert sources == frame["source"].tolist()
+
+
+@pytest.mark.slow
+def test_train_model_hands_each_fit_the_rows_sources(dataset, embedder, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    # Two sources of very different sizes: Gate's source balance has cells to weight.
+    sources = ["big"] * (len(y) - 40) + ["small"] * 40
+    frame = pd.DataFrame(
+        {
+            "text": texts,
+            "label": y,
+            "sample_id": [f"s{i}" for i in range(len(y))],
+            "source": sources,
+        }
+    )
+    params = {"embedder": embedder, "n_folds": 2, "cache_dir": None}
+    summary = train_model(frame, tmp_path / "m", seed=0, folds=0, params=params)
+    assert summary["fit_info"]["weighted"] is True
+    unsourced = train_model(
+        frame.drop(columns="source"), tmp_path / "u", seed=0, folds=0, params=params
+    )
+    assert unsourced["fit_info"]["weighted"] is False
+
+
 def test_detect_accepts_a_gate(fitted_gate) -> None:  # type: ignore[no-untyped-def]
     fitted_gate.threshold = 0.5
     out = detect(fitted_gate, ["What is the weather like in Lima this weekend?"])

@@ -1,10 +1,13 @@
-"""Plain functions behind ``gatebench train`` and ``gatebench detect`` (no CLI framework here).
+"""Plain functions behind ``gatebench detect``, and Gate fitted straight from a trace frame.
 
 ``train_model`` follows the harness's own rules for the operating point: it
 cross-fits Gate over the trace (StratifiedKFold, fresh model per fold, inner
 85/15 split), chooses the threshold that maximises F1 at pooled FPR <= 1% on
 the out-of-fold scores, then fits the final model on all rows and records
-that threshold, the trace id and the head list in the model directory.
+that threshold, the trace id and the head list in the model directory. Every
+fit is handed the rows' sources, as the harness hands them, so a model built
+here is weighted like one from ``gatebench train`` (which goes through
+:func:`gatebench.api.train`). The speed benchmark builds its model here.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ def train_model(
     Parameters
     ----------
     trace_frame : DataFrame
-        A trace frame (columns ``text``, ``label``, ``sample_id``; one row per chunk).
+        A trace frame (columns ``text``, ``label``, ``sample_id``; one row per
+        chunk). Its ``source`` column, where there is one, goes to every fit,
+        for Gate's source-balanced weights.
     out_dir : path
         Model directory to write.
     seed : int
@@ -66,6 +71,9 @@ def train_model(
     params = dict(params or {})
     texts = trace_frame["text"].astype(str).tolist()
     y = trace_frame["label"].to_numpy(dtype=np.int64)
+    src: list[str] | None = (
+        trace_frame["source"].astype(str).tolist() if "source" in trace_frame else None
+    )
     summary: dict[str, Any] = {"threshold": None}
     if folds:
         oof = np.zeros(len(y))
@@ -75,7 +83,12 @@ def train_model(
                 tr, test_size=0.15, stratify=y[tr], random_state=child_seed(seed, "inner", k)
             )
             gate = Gate(seed=child_seed(seed, "gate", k), **params)
-            gate.fit([texts[i] for i in itr], y[itr], valid=([texts[i] for i in iva], y[iva]))
+            gate.fit(
+                [texts[i] for i in itr],
+                y[itr],
+                valid=([texts[i] for i in iva], y[iva]),
+                sources=None if src is None else [src[i] for i in itr],
+            )
             oof[te] = gate.score([texts[i] for i in te])
         # Metrics are per prompt: a chunked prompt takes its highest chunk score (§2.4).
         ids = trace_frame["sample_id"].to_numpy()
@@ -90,7 +103,7 @@ def train_model(
             feasible=bool(op.feasible),
         )
     final = Gate(seed=child_seed(seed, "gate", "final"), threshold=summary["threshold"], **params)
-    final.fit(texts, y)
+    final.fit(texts, y, sources=src)
     path = final.save(out_dir, trace_id=trace_id)
     summary.update(model_dir=str(path), fit_info=final.fit_info)
     return summary
