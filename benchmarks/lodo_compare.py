@@ -74,8 +74,10 @@ def ledger(files: list[str], labels: list[str]) -> str:
     for label, rows in zip(labels, runs, strict=True):
         s = summarise(rows)
         on_ref = float(np.interp(s["unseen_benign_fpr"], ref_fpr, ref_recall))
+        # Leaving training corpora out scores no evaluation source: no macro to show.
+        macro = s["macro_evaluation_sources"]
         lines.append(
-            f"| {label} | {s['refits']} | {s['macro_evaluation_sources']:.3f} | "
+            f"| {label} | {s['refits']} | {'–' if macro is None else f'{macro:.3f}'} | "
             f"{len(s['below_0.5'])} | {s['unseen_benign_fpr']:.3f} | "
             f"{s['unseen_attack_recall']:.3f} | {on_ref:.3f} |"
         )
