@@ -30,7 +30,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MIN_LANGUAGE_ROWS", "balance_weights", "keep_label_totals", "language_weights"]
+__all__ = [
+    "MIN_LANGUAGE_ROWS",
+    "attack_shares",
+    "balance_weights",
+    "keep_label_totals",
+    "language_weights",
+]
 
 #: Rows a language needs of each label before its cells are rescaled.
 MIN_LANGUAGE_ROWS = 20
@@ -119,3 +125,33 @@ def language_weights(
         w[attack] *= share * total / w[attack].sum()
         w[benign] *= (1.0 - share) * total / w[benign].sum()
     return keep_label_totals(w, y, base)
+
+
+def attack_shares(
+    languages: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None
+) -> dict[str, dict[str, float]]:
+    """Each language's rows and its attack share of the weight, for a fit's record.
+
+    Parameters
+    ----------
+    languages, y : ndarray of shape (n,)
+        A language code and a label (0 or 1) per row.
+    weight : ndarray of shape (n,), optional
+        Row weights (None: every row 1).
+
+    Returns
+    -------
+    dict
+        ``{code: {"rows": n, "attack_share": s}}``, codes sorted; ``s`` is the
+        attack rows' share of the language's weight, rounded to 4 places.
+    """
+    languages, y = np.asarray(languages).astype(str), np.asarray(y)
+    w = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
+    out: dict[str, dict[str, float]] = {}
+    for code in np.unique(languages):
+        rows = languages == code
+        out[str(code)] = {
+            "rows": int(rows.sum()),
+            "attack_share": round(float(w[rows & (y == 1)].sum() / w[rows].sum()), 4),
+        }
+    return out

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gatebench.gate.balance import balance_weights, keep_label_totals, language_weights
+from gatebench.gate.balance import (
+    attack_shares,
+    balance_weights,
+    keep_label_totals,
+    language_weights,
+)
 from gatebench.gate.columns import column_direction
 from gatebench.gate.combiner import Blend, Combiner, HeadMean, cross_fit, head_weight
 from gatebench.gate.features import escalation_cues
@@ -132,10 +137,9 @@ def fit_gate(
         texts, y = [texts[i] for i in tr], y[tr]
         src = None if src is None else src[tr]
     weight = row_weights(gate, y, src)
+    shares: dict[str, Any] = {}
     if gate.balance_languages:
-        from gatebench.language import detect_languages
-
-        weight = language_weights(np.asarray(detect_languages(texts)), y, weight)
+        weight, shares = _balance_languages(texts, y, weight)
     v_texts, v_y = list(valid[0]), np.asarray(valid[1], dtype=np.int64)
     feat = gate._get_featurizer()
     views, v_views = feat(texts), feat(v_texts)
@@ -169,6 +173,7 @@ def fit_gate(
         "n_train": len(texts),
         "n_valid": len(v_texts),
         "weighted": weight is not None,
+        "language_attack_share": shares,
         "best_iteration": gate.combiner.best_iteration,
         "band": list(gate.band),
         "deferred_coef": [float(c) for c in gate.deferred.coef],
@@ -181,6 +186,35 @@ def fit_gate(
             "total": t_end - t0,
         },
     }
+
+
+def _balance_languages(
+    texts: Sequence[str], y: np.ndarray, weight: np.ndarray | None
+) -> tuple[np.ndarray | None, dict[str, Any]]:
+    """Weights with every language at the overall attack share, and the shares moved.
+
+    The record (rows, attack share before and after, per detected language)
+    goes into ``fit_info`` so that a shipped model says how far its training
+    languages were evened out.
+    """
+    from gatebench.language import detect_languages
+
+    languages = np.asarray(detect_languages(texts))
+    before = attack_shares(languages, y, weight)
+    balanced = language_weights(languages, y, weight)
+    after = attack_shares(languages, y, balanced)
+    shares = {
+        code: {
+            "rows": cell["rows"],
+            "before": cell["attack_share"],
+            "after": after[code]["attack_share"],
+        }
+        for code, cell in before.items()
+    }
+    if weight is None and np.allclose(balanced, 1.0):
+        # No language had both labels to even out: the fit stays unweighted.
+        return None, shares
+    return balanced, shares
 
 
 def _new_combiner(gate: Gate, *, sentence: bool) -> Combiner | HeadMean | Blend:
