@@ -195,3 +195,61 @@ def test_balance_languages_records_each_language_share_before_and_after() -> Non
     # Each label keeps its total weight; only its spread across languages moves.
     assert weight[y == 1].sum() == pytest.approx(50.0)
     assert weight[y == 0].sum() == pytest.approx(80.0)
+
+
+def test_length_buckets_double_in_width() -> None:
+    from gatebench.gate.balance import length_buckets
+
+    texts = ["a" * n for n in (0, 63, 64, 127, 128, 2047, 2048, 4095, 4096, 50_000)]
+    assert length_buckets(texts).tolist() == [
+        "<64",
+        "<64",
+        "64-127",
+        "64-127",
+        "128-255",
+        "1024-2047",
+        "2048-4095",
+        "2048-4095",
+        ">=4096",
+        ">=4096",
+    ]
+
+
+def test_rake_weights_even_out_two_attributes_at_once() -> None:
+    from gatebench.gate.balance import language_weights, rake_weights
+
+    rng = np.random.default_rng(4)
+    n = 6000
+    langs = rng.choice(["en", "fr", "zh"], p=[0.7, 0.2, 0.1], size=n)
+    bands = rng.choice(["short", "mid", "long"], p=[0.5, 0.3, 0.2], size=n)
+    # Attacks are more common in French and in long texts, the two overlapping.
+    logit = -1.0 + 1.5 * (langs == "fr") + 1.2 * (bands == "long") - 0.8 * (langs == "zh")
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    base = rng.uniform(0.5, 2.0, size=n)
+    w = rake_weights([langs, bands], y, base)
+    overall = w[y == 1].sum() / w.sum()
+    for cells in (langs, bands):
+        for c in np.unique(cells):
+            share = w[(cells == c) & (y == 1)].sum() / w[cells == c].sum()
+            assert share == pytest.approx(overall, abs=0.01)
+    for label in (0, 1):
+        assert w[y == label].sum() == pytest.approx(base[y == label].sum())
+    # One attribute is one pass of language_weights, whatever the rounds.
+    assert np.allclose(rake_weights([langs], y, base, rounds=7), language_weights(langs, y, base))
+    with pytest.raises(ValueError, match="at least one attribute"):
+        rake_weights([], y, base)
+
+
+def test_balance_lengths_is_recorded_and_survives_a_reload(dataset, gate_kw, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    gate = Gate(seed=3, balance_lengths=True, **gate_kw).fit(texts, y)
+    bands = gate.fit_info["length_attack_share"]
+    assert sum(cell["rows"] for cell in bands.values()) == gate.fit_info["n_train"]
+    # In the synthetic set the 2,048-4,095 band holds enough of both labels to be moved;
+    # bands of one label keep their share.
+    assert any(abs(cell["after"] - cell["before"]) > 0.01 for cell in bands.values())
+    assert all(
+        cell["after"] == cell["before"] for cell in bands.values() if cell["before"] in (0, 1)
+    )
+    gate.save(tmp_path / "m")
+    assert Gate.load(tmp_path / "m").balance_lengths is True

@@ -24,9 +24,18 @@ evidence: never-seen benign text in those languages (maths, instructions)
 is then flagged many times as often as English. Rescaling each
 (language, label) cell so that every language has the attack share of the
 whole training set leaves the language uninformative on its own.
+
+Length is the same kind of attribute: long training texts are mostly
+jailbreak templates, so a model can learn length as evidence and flag long
+benign requests. :func:`length_buckets` puts each text in a power-of-two
+band of characters, and :func:`rake_weights` evens out several attributes
+at once (languages and length bands) by rescaling for each in turn, a few
+rounds, until every cell of each is near the overall attack share.
 """
 
 from __future__ import annotations
+
+from itertools import pairwise
 
 import numpy as np
 
@@ -36,7 +45,14 @@ __all__ = [
     "balance_weights",
     "keep_label_totals",
     "language_weights",
+    "length_buckets",
+    "rake_weights",
 ]
+
+#: Rounds of :func:`rake_weights`: each attribute's cells are rescaled once per round.
+RAKE_ROUNDS = 5
+#: The smallest and largest length band's bounds, in characters (powers of two between).
+LENGTH_BANDS = (64, 4096)
 
 #: Rows a language needs of each label before its cells are rescaled.
 MIN_LANGUAGE_ROWS = 20
@@ -155,3 +171,55 @@ def attack_shares(
             "attack_share": round(float(w[rows & (y == 1)].sum() / w[rows].sum()), 4),
         }
     return out
+
+
+def length_buckets(texts: list[str]) -> np.ndarray:
+    """Each text's length band: ``"<64"``, ``"64-127"``, ... ``">=4096"`` characters.
+
+    Bands double in width, so short texts are told apart as finely, in
+    proportion, as long ones.
+    """
+    low, high = LENGTH_BANDS
+    edges = [low]
+    while edges[-1] < high:
+        edges.append(edges[-1] * 2)
+    names = [f"<{low}"] + [f"{a}-{b - 1}" for a, b in pairwise(edges)]
+    names.append(f">={high}")
+    idx = np.searchsorted(np.asarray(edges), [len(t) for t in texts], side="right")
+    return np.asarray(names, dtype=object)[idx].astype(str)
+
+
+def rake_weights(
+    attributes: list[np.ndarray],
+    y: np.ndarray,
+    weight: np.ndarray | None = None,
+    rounds: int = RAKE_ROUNDS,
+) -> np.ndarray:
+    """:func:`language_weights` applied to each attribute in turn, ``rounds`` times.
+
+    Parameters
+    ----------
+    attributes : list of ndarray of shape (n,)
+        One cell label per row for each attribute (a language, a length band).
+    y : ndarray of shape (n,)
+        Labels, 0 or 1.
+    weight : ndarray of shape (n,), optional
+        The rows' weights so far (None: every row 1).
+    rounds : int
+        Passes over the attributes. One attribute needs one pass (the
+        rescaling is idempotent); with several, each pass moves the others'
+        cells off the share a little less than the last.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Each label keeps its total weight.
+    """
+    if not attributes:
+        raise ValueError("rake_weights needs at least one attribute")
+    w = None if weight is None else np.asarray(weight, dtype=np.float64)
+    for _ in range(1 if len(attributes) == 1 else max(1, int(rounds))):
+        for cells in attributes:
+            w = language_weights(cells, y, w)
+    assert w is not None
+    return w

@@ -171,6 +171,12 @@ class Gate:
         without it never-seen non-English benign text is flagged far more often
         than English. ``fit_info["language_attack_share"]`` records each
         language's attack share before and after.
+    balance_lengths : bool
+        The same for power-of-two bands of text length
+        (:func:`~gatebench.gate.balance.length_buckets`), so that length alone
+        is no evidence of attack either; with ``balance_languages`` both are
+        raked together (:func:`~gatebench.gate.balance.rake_weights`).
+        ``fit_info["length_attack_share"]`` records each band's share.
     """
 
     name = "gate"
@@ -205,6 +211,7 @@ class Gate:
         stack_sources: bool = False,
         hard_rows: float = 0.0,
         balance_languages: bool = True,
+        balance_lengths: bool = False,
     ) -> None:
         check_params(
             heads=heads,
@@ -255,6 +262,7 @@ class Gate:
         self.stack_sources = bool(stack_sources)
         self.hard_rows = float(hard_rows)
         self.balance_languages = bool(balance_languages)
+        self.balance_lengths = bool(balance_lengths)
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------

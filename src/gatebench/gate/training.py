@@ -18,7 +18,8 @@ from gatebench.gate.balance import (
     attack_shares,
     balance_weights,
     keep_label_totals,
-    language_weights,
+    length_buckets,
+    rake_weights,
 )
 from gatebench.gate.columns import column_direction
 from gatebench.gate.combiner import Blend, Combiner, HeadMean, cross_fit, head_weight
@@ -137,9 +138,7 @@ def fit_gate(
         texts, y = [texts[i] for i in tr], y[tr]
         src = None if src is None else src[tr]
     weight = row_weights(gate, y, src)
-    shares: dict[str, Any] = {}
-    if gate.balance_languages:
-        weight, shares = _balance_languages(texts, y, weight)
+    weight, shares = _balance_attributes(gate, texts, y, weight)
     v_texts, v_y = list(valid[0]), np.asarray(valid[1], dtype=np.int64)
     feat = gate._get_featurizer()
     views, v_views = feat(texts), feat(v_texts)
@@ -173,7 +172,7 @@ def fit_gate(
         "n_train": len(texts),
         "n_valid": len(v_texts),
         "weighted": weight is not None,
-        "language_attack_share": shares,
+        **shares,
         "best_iteration": gate.combiner.best_iteration,
         "band": list(gate.band),
         "deferred_coef": [float(c) for c in gate.deferred.coef],
@@ -188,33 +187,41 @@ def fit_gate(
     }
 
 
-def _balance_languages(
-    texts: Sequence[str], y: np.ndarray, weight: np.ndarray | None
+def _balance_attributes(
+    gate: Gate, texts: Sequence[str], y: np.ndarray, weight: np.ndarray | None
 ) -> tuple[np.ndarray | None, dict[str, Any]]:
-    """Weights with every language at the overall attack share, and the shares moved.
+    """Weights with every language and/or length band at the overall attack share.
 
-    The record (rows, attack share before and after, per detected language)
-    goes into ``fit_info`` so that a shipped model says how far its training
-    languages were evened out.
+    Which attributes are evened out follows ``balance_languages`` and
+    ``balance_lengths``. For each, the record (rows, attack share before and
+    after, per cell) goes into ``fit_info`` as ``<attribute>_attack_share``,
+    so that a shipped model says how far its training text was evened out.
     """
-    from gatebench.language import detect_languages
+    attributes: dict[str, np.ndarray] = {}
+    if gate.balance_languages:
+        from gatebench.language import detect_languages
 
-    languages = np.asarray(detect_languages(texts))
-    before = attack_shares(languages, y, weight)
-    balanced = language_weights(languages, y, weight)
-    after = attack_shares(languages, y, balanced)
-    shares = {
-        code: {
-            "rows": cell["rows"],
-            "before": cell["attack_share"],
-            "after": after[code]["attack_share"],
+        attributes["language"] = np.asarray(detect_languages(texts))
+    if gate.balance_lengths:
+        attributes["length"] = length_buckets(list(texts))
+    record: dict[str, Any] = {"language_attack_share": {}}
+    if not attributes:
+        return weight, record
+    balanced = rake_weights(list(attributes.values()), y, weight)
+    for name, cells in attributes.items():
+        before, after = attack_shares(cells, y, weight), attack_shares(cells, y, balanced)
+        record[f"{name}_attack_share"] = {
+            code: {
+                "rows": cell["rows"],
+                "before": cell["attack_share"],
+                "after": after[code]["attack_share"],
+            }
+            for code, cell in before.items()
         }
-        for code, cell in before.items()
-    }
     if weight is None and np.allclose(balanced, 1.0):
-        # No language had both labels to even out: the fit stays unweighted.
-        return None, shares
-    return balanced, shares
+        # No cell had both labels to even out: the fit stays unweighted.
+        return None, record
+    return balanced, record
 
 
 def _new_combiner(gate: Gate, *, sentence: bool) -> Combiner | HeadMean | Blend:
