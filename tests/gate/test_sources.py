@@ -173,7 +173,7 @@ def test_balance_languages_on_one_language_is_the_same_fit(dataset, gate_kw, tmp
 
 
 def test_balance_languages_records_each_language_share_before_and_after() -> None:
-    from gatebench.gate.training import _balance_languages
+    from gatebench.gate.training import _balance_attributes
 
     english = [
         f"Please summarise chapter {i} of the report for the weekly meeting." for i in range(80)
@@ -188,7 +188,9 @@ def test_balance_languages_records_each_language_share_before_and_after() -> Non
     texts = english + french
     # English 20 of 80 rows are attacks, French 30 of 50; overall 50 of 130.
     y = np.array([1] * 20 + [0] * 60 + [1] * 30 + [0] * 20)
-    weight, shares = _balance_languages(texts, y, None)
+    weight, record = _balance_attributes(Gate(), texts, y, None)
+    shares = record["language_attack_share"]
+    assert set(record) == {"language_attack_share"}  # lengths are not balanced by default
     assert weight is not None
     assert shares["en"] == {"rows": 80, "before": 0.25, "after": round(50 / 130, 4)}
     assert shares["fr"] == {"rows": 50, "before": 0.6, "after": round(50 / 130, 4)}
