@@ -6,7 +6,8 @@ Usage::
         [--model DIR] [--param KEY=JSON ...] [--runs 3] [--n-single 500] [--n-batch 2000]
 
 Without ``--model`` it trains Gate once (seed 0) on 80% of the default trace's
-prompts and saves it under ``.cache/gatebench/bench-gate-model``; the texts
+prompts and saves it under ``.cache/gatebench/bench-gate-model-<key>``, the key
+a hash of the trace id, ``--param`` and Gate's defaults; the texts
 it times are drawn from the other 20%. Timing a model on its own training
 texts would be wrong twice over: they score more confidently in some heads
 (the neighbour head finds the text itself) and less in others, so the share
@@ -14,9 +15,9 @@ routed to the deferred stage, and with it the latency, is not the share unseen
 traffic gets. ``--model`` takes a ``gatebench train`` directory (or a bare
 Gate directory); then the texts come from the same 20% sample, which that
 model may have seen. ``--param`` trains the model with those Gate parameters
-instead (for example an opt-in head), in a directory of its own named after
-them, on the same 80%. Each figure is the median over ``--runs`` fresh
-processes (load and RSS) or repeated passes (latency, throughput).
+instead (for example an opt-in head), on the same 80%. Each figure is the
+median over ``--runs`` fresh processes (load and RSS) or repeated passes
+(latency, throughput).
 """
 
 from __future__ import annotations
@@ -81,6 +82,29 @@ def _ensure_model(
     return found
 
 
+def _default_model(trace_id: str, params: dict) -> Path:
+    """The cached bench model's folder, named after what the model depends on.
+
+    The trace, the ``--param`` values and Gate's own defaults all go into the
+    name, so a cached model is never reused after any of them changes (a new
+    default, say) and timed as if it were the model the code now fits.
+    """
+    import hashlib
+    import inspect
+
+    from gatebench.gate import Gate
+
+    defaults = {
+        k: repr(v.default)
+        for k, v in inspect.signature(Gate.__init__).parameters.items()
+        if v.default is not inspect.Parameter.empty
+    }
+    blob = json.dumps([trace_id, params, defaults], sort_keys=True, default=str)
+    return DEFAULT_MODEL.with_name(
+        f"{DEFAULT_MODEL.name}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+    )
+
+
 def _child(model: str) -> None:
     """Fresh process: time imports + load, then report peak RSS after scoring."""
     t0 = time.perf_counter()
@@ -123,14 +147,10 @@ def main() -> None:
         return
 
     params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
-    default = DEFAULT_MODEL
-    if params:
-        import hashlib
-
-        key = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:10]
-        default = DEFAULT_MODEL.with_name(f"{DEFAULT_MODEL.name}-{key}")
     train, held, trace_id = _split()
-    model = _ensure_model(args.model or default, train, trace_id, params or None)
+    model = _ensure_model(
+        args.model or _default_model(trace_id, params), train, trace_id, params or None
+    )
     single = _texts(held, args.n_single, seed=1)
     batch = _texts(held, args.n_batch, seed=2)
 
