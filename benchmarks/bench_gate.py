@@ -99,7 +99,7 @@ def _default_model(trace_id: str, params: dict) -> Path:
         for k, v in inspect.signature(Gate.__init__).parameters.items()
         if v.default is not inspect.Parameter.empty
     }
-    blob = json.dumps([trace_id, params, defaults], sort_keys=True, default=str)
+    blob = json.dumps([trace_id, params, defaults], sort_keys=True)
     return DEFAULT_MODEL.with_name(
         f"{DEFAULT_MODEL.name}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
     )

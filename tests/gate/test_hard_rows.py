@@ -53,13 +53,12 @@ def test_bad_strength_is_named() -> None:
 
 def test_hard_rows_change_the_fit_and_survive_a_reload(dataset, gate_kw, tmp_path) -> None:  # type: ignore[no-untyped-def]
     texts, y = dataset
-    kw = gate_kw
-    plain = Gate(seed=3, **kw).fit(texts, y)
-    hard = Gate(seed=3, hard_rows=3.0, **kw).fit(texts, y)
+    plain = Gate(seed=3, **gate_kw).fit(texts, y)
+    hard = Gate(seed=3, hard_rows=3.0, **gate_kw).fit(texts, y)
     probe = texts[:80]
     assert not np.array_equal(plain.score(probe), hard.score(probe))
     # The same settings give the same model.
-    again = Gate(seed=3, hard_rows=3.0, **kw).fit(texts, y)
+    again = Gate(seed=3, hard_rows=3.0, **gate_kw).fit(texts, y)
     assert np.array_equal(hard.score(probe), again.score(probe))
     hard.save(tmp_path / "m")
     loaded = Gate.load(tmp_path / "m")

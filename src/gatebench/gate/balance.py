@@ -53,6 +53,14 @@ __all__ = [
 RAKE_ROUNDS = 5
 #: The smallest and largest length band's bounds, in characters (powers of two between).
 LENGTH_BANDS = (64, 4096)
+_BAND_EDGES = [
+    LENGTH_BANDS[0] * 2**k for k in range((LENGTH_BANDS[1] // LENGTH_BANDS[0]).bit_length())
+]
+_BAND_NAMES = np.asarray(
+    [f"<{_BAND_EDGES[0]}"]
+    + [f"{a}-{b - 1}" for a, b in pairwise(_BAND_EDGES)]
+    + [f">={_BAND_EDGES[-1]}"]
+)
 
 #: Rows a language needs of each label before its cells are rescaled.
 MIN_LANGUAGE_ROWS = 20
@@ -106,6 +114,9 @@ def language_weights(
 ) -> np.ndarray:
     """``weight`` rescaled so that each language holds the overall attack share.
 
+    Nothing here is specific to languages: :func:`rake_weights` passes length
+    bands the same way.
+
     Parameters
     ----------
     languages : ndarray of shape (n,)
@@ -144,14 +155,14 @@ def language_weights(
 
 
 def attack_shares(
-    languages: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None
+    cells: np.ndarray, y: np.ndarray, weight: np.ndarray | None = None
 ) -> dict[str, dict[str, float]]:
-    """Each language's rows and its attack share of the weight, for a fit's record.
+    """Each cell's rows and its attack share of the weight, for a fit's record.
 
     Parameters
     ----------
-    languages, y : ndarray of shape (n,)
-        A language code and a label (0 or 1) per row.
+    cells, y : ndarray of shape (n,)
+        A cell (a language code, a length band) and a label (0 or 1) per row.
     weight : ndarray of shape (n,), optional
         Row weights (None: every row 1).
 
@@ -161,11 +172,11 @@ def attack_shares(
         ``{code: {"rows": n, "attack_share": s}}``, codes sorted; ``s`` is the
         attack rows' share of the language's weight, rounded to 4 places.
     """
-    languages, y = np.asarray(languages).astype(str), np.asarray(y)
+    cells, y = np.asarray(cells).astype(str), np.asarray(y)
     w = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
     out: dict[str, dict[str, float]] = {}
-    for code in np.unique(languages):
-        rows = languages == code
+    for code in np.unique(cells):
+        rows = cells == code
         out[str(code)] = {
             "rows": int(rows.sum()),
             "attack_share": round(float(w[rows & (y == 1)].sum() / w[rows].sum()), 4),
@@ -179,14 +190,7 @@ def length_buckets(texts: list[str]) -> np.ndarray:
     Bands double in width, so short texts are told apart as finely, in
     proportion, as long ones.
     """
-    low, high = LENGTH_BANDS
-    edges = [low]
-    while edges[-1] < high:
-        edges.append(edges[-1] * 2)
-    names = [f"<{low}"] + [f"{a}-{b - 1}" for a, b in pairwise(edges)]
-    names.append(f">={high}")
-    idx = np.searchsorted(np.asarray(edges), [len(t) for t in texts], side="right")
-    return np.asarray(names, dtype=object)[idx].astype(str)
+    return _BAND_NAMES[np.searchsorted(_BAND_EDGES, [len(t) for t in texts], side="right")]
 
 
 def rake_weights(
@@ -217,9 +221,8 @@ def rake_weights(
     """
     if not attributes:
         raise ValueError("rake_weights needs at least one attribute")
-    w = None if weight is None else np.asarray(weight, dtype=np.float64)
+    w = np.ones(len(y)) if weight is None else np.asarray(weight, dtype=np.float64)
     for _ in range(1 if len(attributes) == 1 else max(1, int(rounds))):
         for cells in attributes:
             w = language_weights(cells, y, w)
-    assert w is not None
     return w
