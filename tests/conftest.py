@@ -45,4 +45,4 @@ def xstest_tfidf(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tu
         n_jobs=1,
         diagnostics="none",
     )
-    return api.train(cfg, tmp / "model"), tmp / "run"
+    return api.train(cfg, tmp / "model", operating_point="headline"), tmp / "run"

@@ -80,7 +80,7 @@ def test_train_holdout_keeps_whole_prompts_out_and_bench_uses_them(
         folds=3,
         diagnostics="none",
     )
-    model = api.train(cfg, tmp_path / "model", holdout=0.2)
+    model = api.train(cfg, tmp_path / "model", holdout=0.2, operating_point="headline")
     rows = [json.loads(line) for line in (model / "holdout.jsonl").read_text().splitlines()]
     # xstest: 200 attack + 250 benign prompts; 20% of each label, whole prompts
     assert sum(r["label"] for r in rows) == 40
@@ -90,7 +90,7 @@ def test_train_holdout_keeps_whole_prompts_out_and_bench_uses_them(
     meta = json.loads((model / MANIFEST).read_text())
     assert meta["holdout"] == {"fraction": 0.2, "prompts": 90, "file": "holdout.jsonl"}
     # the seeded split is reproducible
-    again = api.train(cfg, tmp_path / "model2", holdout=0.2)
+    again = api.train(cfg, tmp_path / "model2", holdout=0.2, operating_point="headline")
     assert (again / "holdout.jsonl").read_bytes() == (model / "holdout.jsonl").read_bytes()
 
     texts_file, seen = texts_for_model(model, None)
@@ -101,4 +101,4 @@ def test_train_holdout_keeps_whole_prompts_out_and_bench_uses_them(
     assert texts_for_model(tmp_path / "run", None)[1].startswith("yes")
 
     with pytest.raises(ConfigError, match=r"--holdout 1.0: give the share"):
-        api.train(cfg, tmp_path / "bad", holdout=1.0)
+        api.train(cfg, tmp_path / "bad", holdout=1.0, operating_point="headline")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gatebench import artifacts, cv, record, summary
-from gatebench.config import RunConfig, output_directory
+from gatebench.config import UNSEEN_FPR, RunConfig, output_directory
 from gatebench.conversation import Conversation, ScanPolicy
 from gatebench.detectors import DetectorSpec, fit_detector, make_detector
 from gatebench.detectors.adapters._audit import audit_dir
@@ -22,14 +22,19 @@ from gatebench.holdout import split_holdout, write_holdout
 from gatebench.modeldir import save_model
 from gatebench.parallel import Executor
 from gatebench.progress import Progress
+from gatebench.result import EvaluationResult
 from gatebench.rundata import HEADLINE_PASS, RunData
 from gatebench.seeding import child_seed
 from gatebench.served import served_model
 from gatebench.split import inner_split
 from gatebench.trace import Trace, TraceSpec, build_trace, load_trace, save_trace
 from gatebench.types import Family
+from gatebench.unseen.calibrate import unseen_operating_point
 
-__all__ = ["build_trace_from_options", "detect", "evaluate", "train"]
+__all__ = ["OPERATING_POINTS", "build_trace_from_options", "detect", "evaluate", "train"]
+
+#: Where ``train`` takes the shipped threshold from (the first is the default without a run).
+OPERATING_POINTS = ("unseen", "headline")
 
 
 def evaluate(
@@ -89,14 +94,81 @@ def evaluate(
 
 
 def train(
-    config: RunConfig, model_dir: Path, *, run_dir: Path | None = None, holdout: float = 0.0
+    config: RunConfig,
+    model_dir: Path,
+    *,
+    run_dir: Path | None = None,
+    holdout: float = 0.0,
+    operating_point: str | None = None,
+    unseen_fpr: float = UNSEEN_FPR,
 ) -> Path:
     """Fit on the whole trace (less a ``holdout`` share) and write a model directory.
 
-    It ships at the headline operating point of ``run_dir`` (same trace), else
-    of a fresh StratifiedKFold evaluation, with the folds' 85/15 inner split.
+    ``operating_point`` says where the shipped threshold comes from:
+
+    - ``"unseen"`` (the default without ``run_dir``): folds that hold whole
+      evaluation sources out, at mean FPR over those sources' benign rows
+      <= ``unseen_fpr`` (:mod:`gatebench.unseen.calibrate`). A deployed model
+      meets sources it never saw, and there the headline point flags several
+      times its target.
+    - ``"headline"`` (the default with ``run_dir``): the headline operating
+      point of ``run_dir`` (same trace), else of a fresh StratifiedKFold
+      evaluation.
+
+    The final fit uses the folds' 85/15 inner split either way.
     """
     output_directory(model_dir, "MODEL_DIR")
+    point = operating_point or ("headline" if run_dir is not None else "unseen")
+    if point not in OPERATING_POINTS:
+        raise ConfigError(
+            f"--operating-point {point!r} is unknown; use one of {', '.join(OPERATING_POINTS)}"
+        )
+    if point == "unseen" and run_dir is not None:
+        raise ConfigError(
+            f"--run {run_dir} gives the headline operating point, but --operating-point is "
+            "'unseen'; drop --run, or pass --operating-point headline"
+        )
+    result, run_dir = _headline_run(config, run_dir) if point == "headline" else (None, None)
+    trace = _build(config, cache_dir=config.cache_dir)
+    if result is not None and trace.trace_id != result.trace.trace_id:
+        raise ConfigError(
+            f"--run {run_dir} used trace {result.trace.trace_id[:12]}…, but these options "
+            f"give {trace.trace_id[:12]}…; use the same sources, caps, chunking and seed"
+        )
+    frame, held = split_holdout(trace.frame, holdout, child_seed(config.seed, "final", "holdout"))
+    spec = DetectorSpec(config.detector, dict(config.detector_params))
+    extra: dict[str, Any]
+    if result is None:
+        op = unseen_operating_point(
+            frame, spec, seed=config.seed, n_splits=config.folds, target_fpr=unseen_fpr,
+            executor=config.executor(),
+        )  # fmt: skip
+        extra = {"operating_point": op}
+    else:
+        op = result.operating_point.model_dump(mode="json")
+        extra = {"operating_point": op, "evaluation_run": str(Path(str(run_dir)).resolve())}
+    labels, texts = frame["label"].to_numpy(dtype=np.int64), frame["text"].tolist()
+    tr, va = inner_split(
+        labels, valid_fraction=0.15, seed=child_seed(config.seed, "final", "inner")
+    )
+    detector = make_detector(spec, seed=child_seed(config.seed, "final", "detector"))
+    sources = frame["source"].to_numpy(dtype=object)
+    valid = ([texts[i] for i in va], labels[va])
+    fit_detector(
+        detector, [texts[i] for i in tr], labels[tr], valid=valid, sources=list(sources[tr])
+    )
+    extra["trace_spec"] = trace.info["spec"]  # what `gatebench evaluate` checks overlap against
+    if held is not None:
+        overlap = int(trace.info["chunking"]["chunk_overlap"])
+        extra["holdout"] = write_holdout(model_dir, held, overlap, holdout)
+    return save_model(
+        detector, model_dir, spec=spec, threshold=op["threshold"], target_fpr=op["target_fpr"],
+        trace_id=trace.trace_id, extra=extra,
+    )  # fmt: skip
+
+
+def _headline_run(config: RunConfig, run_dir: Path | None) -> tuple[EvaluationResult, Path]:
+    """``run_dir`` (else a fresh StratifiedKFold evaluation) and its result, checked."""
     if run_dir is None:
         run_dir = evaluate(config.model_copy(update={"passes": ("strat",), "diagnostics": "none"}))
     result = artifacts.read_result(run_dir)
@@ -112,34 +184,7 @@ def train(
             f"{dict(result.detector.params)}, but these options give "
             f"{dict(config.detector_params)}; pass the run's --param values or omit --run"
         )
-    trace = _build(config, cache_dir=config.cache_dir)
-    if trace.trace_id != result.trace.trace_id:
-        raise ConfigError(
-            f"--run {run_dir} used trace {result.trace.trace_id[:12]}…, but these options "
-            f"give {trace.trace_id[:12]}…; use the same sources, caps, chunking and seed"
-        )
-    frame, held = split_holdout(trace.frame, holdout, child_seed(config.seed, "final", "holdout"))
-    labels, texts = frame["label"].to_numpy(dtype=np.int64), frame["text"].tolist()
-    tr, va = inner_split(
-        labels, valid_fraction=0.15, seed=child_seed(config.seed, "final", "inner")
-    )
-    spec = DetectorSpec(config.detector, dict(config.detector_params))
-    detector = make_detector(spec, seed=child_seed(config.seed, "final", "detector"))
-    sources = frame["source"].to_numpy(dtype=object)
-    valid = ([texts[i] for i in va], labels[va])
-    fit_detector(
-        detector, [texts[i] for i in tr], labels[tr], valid=valid, sources=list(sources[tr])
-    )
-    op = result.operating_point.model_dump(mode="json")
-    extra: dict[str, Any] = {"operating_point": op, "evaluation_run": str(run_dir.resolve())}
-    extra["trace_spec"] = trace.info["spec"]  # what `gatebench evaluate` checks overlap against
-    if held is not None:
-        overlap = int(trace.info["chunking"]["chunk_overlap"])
-        extra["holdout"] = write_holdout(model_dir, held, overlap, holdout)
-    return save_model(
-        detector, model_dir, spec=spec, threshold=op["threshold"], target_fpr=op["target_fpr"],
-        trace_id=trace.trace_id, extra=extra,
-    )  # fmt: skip
+    return result, run_dir
 
 
 def detect(

@@ -16,7 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gatebench.errors import ConfigError
 from gatebench.parallel import BACKENDS, Executor
 
-__all__ = ["RunConfig", "load_config"]
+__all__ = ["UNSEEN_FPR", "RunConfig", "load_config"]
+
+#: What ``gatebench train`` ships at by default: mean FPR over never-seen benign sources.
+UNSEEN_FPR = 0.03
 
 _ENV = {
     "GATEBENCH_SEED": "seed",

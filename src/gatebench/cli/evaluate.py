@@ -115,14 +115,18 @@ def _split_args(args: list[str], detector: str | None) -> tuple[Path, list[str]]
 
 
 def _fit(detector: str, data_dir: Path | None, seed: int, where: Path) -> Path:
-    """Train ``detector`` on the configured trace; its model and evaluation run go to ``where``."""
+    """Train ``detector`` on the configured trace; its model and evaluation run go to ``where``.
+
+    It ships at the headline point, so the never-seen figures sit beside the
+    in-distribution ones of the run that chose the threshold.
+    """
     from gatebench import api
     from gatebench.config import load_config
 
     config = load_config(
         None, detector=detector, data_dir=data_dir, seed=seed, runs_dir=where / "runs"
     )
-    return api.train(config, where / "model")
+    return api.train(config, where / "model", operating_point="headline")
 
 
 def _print(r: UnseenResult) -> None:

@@ -39,6 +39,7 @@ from gatebench.cli.options import (
     parse_caps,
     parse_roles,
 )
+from gatebench.config import UNSEEN_FPR
 from gatebench.errors import GatebenchError
 
 __all__ = ["compare", "diagnose", "report", "run", "train"]
@@ -202,8 +203,25 @@ def train(
         str | None, typer.Option("--detector", "-d", help="Registered detector.")
     ] = None,
     run_dir: Annotated[
-        Path | None, typer.Option("--run", help="Take the operating point from this run.")
+        Path | None,
+        typer.Option("--run", help="Take the headline operating point from this run."),
     ] = None,
+    operating_point: Annotated[
+        str | None,
+        typer.Option(
+            "--operating-point",
+            help="Where the shipped threshold comes from: 'unseen' (folds that hold whole "
+            "evaluation sources out; the default without --run) or 'headline' (the run's "
+            "pooled StratifiedKFold point; the default with --run).",
+        ),
+    ] = None,
+    unseen_fpr: Annotated[
+        float,
+        typer.Option(
+            "--unseen-fpr",
+            help="With the unseen point: bound on the mean FPR over held-out benign sources.",
+        ),
+    ] = UNSEEN_FPR,
     param: Param = None,
     sources: Sources = None,
     text_field: TextField = None,
@@ -233,6 +251,7 @@ def train(
     """Fit on the whole trace and write a model directory with its operating point."""
     from gatebench import api
     from gatebench.config import load_config
+    from gatebench.modeldir import MANIFEST
 
     try:
         cfg = load_config(
@@ -252,10 +271,22 @@ def train(
             fpr=fpr,
             seed=seed,
         )
-        out = api.train(cfg, model_dir, run_dir=run_dir, holdout=holdout)
+        out = api.train(
+            cfg, model_dir, run_dir=run_dir, holdout=holdout, operating_point=operating_point,
+            unseen_fpr=unseen_fpr,
+        )  # fmt: skip
     except GatebenchError as exc:
         fail(exc)
     console.print(f"model directory written: {out}")
+    op = json.loads((out / MANIFEST).read_text())["operating_point"]
+    if "mean_fpr" in op:
+        n_benign = sum(v["averaged"] for v in op["per_source"].values())
+        console.print(
+            f"threshold {op['threshold']:.4f}: on evaluation sources held out whole, mean FPR "
+            f"{fmt_pct(op['mean_fpr'])} over {n_benign} benign sources (bound "
+            f"{fmt_pct(op['target_fpr'])}), attack recall {fmt_pct(op['pooled_recall'])}",
+            highlight=False,
+        )
 
 
 def compare(
