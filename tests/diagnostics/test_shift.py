@@ -10,6 +10,7 @@ from gatebench.diagnostics import DiagnosticContext, run_diagnostics
 from gatebench.diagnostics.transfer import CHECK as TRANSFER
 from gatebench.result import SourceRow
 from gatebench.types import Status
+from gatebench.unseen.calibrate import MIN_BENIGN
 
 
 def _one(ctx: DiagnosticContext, name: str):  # type: ignore[no-untyped-def]
@@ -68,6 +69,11 @@ def test_lodo_flags_a_source_with_unseen_attacks() -> None:
     assert "delta" in r.statistics["flagged"]
     assert r.status in (Status.WARN, Status.FAIL)
     assert abs(np.mean([t["value"] for t in table.values()]) - r.statistics["macro_mean"]) < 1e-12
+    # The headline threshold read on each held-out source's benign prompts, then averaged.
+    benign = [t["fpr_at_theta_op"] for t in table.values() if t["n_neg"] >= MIN_BENIGN]
+    assert len(benign) == 4 and all(0.0 <= f <= 1.0 for f in benign)
+    assert r.statistics["unseen_fpr_at_theta_op"] == np.mean(benign)
+    assert f"flagged {np.mean(benign):.1%} on average" in r.reason
 
 
 def test_lodo_passes_when_sources_share_their_attacks() -> None:

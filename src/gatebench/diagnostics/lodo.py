@@ -24,6 +24,7 @@ from gatebench.metrics.confusion import confusion_at
 from gatebench.metrics.frame import primary_value
 from gatebench.seeding import child_seed
 from gatebench.types import Status
+from gatebench.unseen.calibrate import MIN_BENIGN
 
 __all__ = ["CHECK"]
 
@@ -100,10 +101,12 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
                 ),
                 "f1": c.f1,
                 "fpr": c.fpr,
+                "fpr_at_theta_op": c_op.fpr,
                 "threshold": theta,
                 "fold_threshold": done.threshold,
                 "n": int(y.size),
                 "n_pos": int(y.sum()),
+                "n_neg": int(y.size - y.sum()),
                 "headline": headline.get(name),
             }
         )
@@ -132,6 +135,14 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     )
     if flagged:
         reason += f"; {len(flagged)} source(s) more than {FLAG_BELOW:.2f} below the LODO macro mean"
+    # What the shipped threshold does on benign text of a source the model never saw.
+    benign = table[table["n_neg"] >= MIN_BENIGN]
+    unseen_fpr = float(benign["fpr_at_theta_op"].mean()) if len(benign) else None
+    if unseen_fpr is not None:
+        reason += (
+            f"; at θ_op ({ctx.fpr:.0%} FPR in distribution) held-out benign sources are "
+            f"flagged {unseen_fpr:.1%} on average"
+        )
     return CHECK.result(
         status,
         reason,
@@ -140,6 +151,7 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
             "macro_mean": macro,
             "headline_macro_mean": head_macro,
             "gap": gap,
+            "unseen_fpr_at_theta_op": unseen_fpr,
             "by_source": table.to_dict(orient="records"),
             "flagged": flagged,
             "skipped": skipped,

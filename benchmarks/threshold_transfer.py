@@ -1,0 +1,82 @@
+"""Does a shipped threshold hold on sources the model never saw? Read it off saved refits.
+
+``bench_generalisation.py --scores DIR`` keeps, for every refit (LODO, LOFO or
+one training corpus held out), the scores of the rows it held out. Pooled to
+prompts, they are text the recipe never saw. For each folder this prints, at
+each threshold, the FPR averaged over held-out benign sources (those with
+``MIN_BENIGN`` benign prompts, as ``gatebench train`` averages them), the
+pooled FPR, and the attack recall averaged over sources and pooled.
+
+``--at`` takes raw thresholds (a model directory's ``threshold``, a run's
+θ_op). ``--calibrate-on DIR --target T`` picks the threshold as ``gatebench
+train`` does, the lowest with mean FPR <= T, on DIR's held-out prompts, and
+reads it on every folder: calibrated on one kind of never-seen text, how does
+it hold on another? Usage::
+
+    GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/threshold_transfer.py \\
+        runs/scores-langbal runs/scores-corpora-langbal --at 0.888,0.9233 \\
+        [--calibrate-on runs/scores-langbal --target 0.03]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from bench_generalisation import pool_prompts
+
+from gatebench.config import RunConfig
+from gatebench.unseen.calibrate import lowest_threshold, source_point
+
+
+def held_out_prompts(folder: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """Every refit's held-out rows in ``folder`` as prompts: ``source``, ``label``, ``score``."""
+    parts = []
+    for path in sorted(folder.glob("*.npz")):
+        z = np.load(path)
+        pooled = pool_prompts(frame, z["test"], z["p_test"])
+        parts.append(pooled.rename(columns={"y": "label", "s": "score"}).assign(refit=path.stem))
+    if not parts:
+        raise SystemExit(f"{folder} holds no refit scores (bench_generalisation.py --scores)")
+    return pd.concat(parts, ignore_index=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folders", type=Path, nargs="+")
+    ap.add_argument("--at", default="", help="comma-separated raw thresholds")
+    ap.add_argument("--calibrate-on", type=Path, help="pick a threshold on this folder's prompts")
+    ap.add_argument("--target", type=float, default=0.03, help="mean FPR bound for --calibrate-on")
+    args = ap.parse_args()
+
+    from gatebench.trace import TraceSpec, build_trace
+
+    frame = build_trace(
+        TraceSpec(seed=RunConfig.model_fields["seed"].default),
+        data_dir=os.environ.get("GATEBENCH_DATA"),
+        cache_dir=".cache/gatebench",
+    ).frame.reset_index(drop=True)
+    thresholds = {f"{float(t):.4f}": float(t) for t in args.at.split(",") if t.strip()}
+    if args.calibrate_on:
+        t = lowest_threshold(held_out_prompts(args.calibrate_on, frame), args.target)
+        thresholds[f"{t:.4f} (mean FPR ≤ {args.target:g} on {args.calibrate_on.name})"] = t
+    if not thresholds:
+        raise SystemExit("give --at and/or --calibrate-on")
+    head = "benign sources | mean FPR | pooled FPR | mean recall | pooled recall"
+    print(f"| held-out prompts | threshold | {head} |")
+    print("|---|---|---|---|---|---|---|")
+    for folder in args.folders:
+        prompts = held_out_prompts(folder, frame)
+        for label, t in thresholds.items():
+            p = source_point(prompts, t)
+            n = sum(v["averaged"] for v in p.per_source.values())
+            cells = [p.mean_fpr, p.pooled_fpr, p.mean_recall, p.pooled_recall]
+            text = " | ".join("–" if c is None else f"{c:.3f}" for c in cells)
+            print(f"| {folder.name} | {label} | {n} | {text} |")
+
+
+if __name__ == "__main__":
+    main()
