@@ -78,6 +78,7 @@ def test_provenance_and_in_distribution_side(
     run = json.loads((run_dir / "result.json").read_text())
     assert r.in_distribution is not None
     assert r.in_distribution.f1 == run["metrics"]["headline"]["micro"]["f1"]
+    assert r.model.rule == run["operating_point"]["rule"] == "max F1 s.t. pooled FPR <= tau"
 
 
 def test_keep_overlap_scores_every_prompt(xstest_tfidf: tuple[Path, Path], tmp_path: Path) -> None:

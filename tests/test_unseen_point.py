@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -206,7 +207,10 @@ def test_train_ships_at_the_unseen_point_by_default(data_dir: Path, tmp_path: Pa
     assert result.exit_code == 0, result.output
     r = UnseenResult.read(out / "result.json")
     assert r.model.threshold == meta["threshold"] and r.in_distribution is None
-    assert (out / "report.html").is_file()
+    assert r.model.rule == op["rule"] and r.model.target_fpr == 0.03
+    html = " ".join((out / "report.html").read_text(encoding="utf-8").split())
+    assert "chosen on sources held out whole when the model was trained" in html
+    assert f"“{escape(op['rule'])}”, at 3.00%" in html
 
 
 def test_train_refuses_conflicting_or_bad_operating_points(data_dir: Path, tmp_path: Path) -> None:

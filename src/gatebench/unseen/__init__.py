@@ -196,6 +196,7 @@ def evaluate_model(
             threshold=threshold,
             target_fpr=model.meta.get("target_fpr"),
             trace_id=model.meta.get("trace_id"),
+            rule=(model.meta.get("operating_point") or {}).get("rule"),
         ),
         data_trace_id=data.trace_id,
         sources=sorted(set(src.tolist())),

@@ -60,6 +60,8 @@ class ModelInfo(_Section):
     threshold: float
     target_fpr: float | None
     trace_id: str | None
+    #: How the threshold was chosen (the model directory's ``operating_point.rule``).
+    rule: str | None = None
 
 
 class Overlap(_Section):
