@@ -13,7 +13,7 @@ sources, not new rows: a pooled FPR would let the largest benign set decide.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,15 @@ from gatebench.split.splitters import TRAINING_ONLY
 from gatebench.trace import scored_rows
 from gatebench.twins import TWINS_SOURCE
 
-__all__ = ["MIN_BENIGN", "SourcePoint", "source_folds", "source_point", "unseen_operating_point"]
+__all__ = [
+    "MIN_BENIGN",
+    "SourcePoint",
+    "lowest_threshold",
+    "prompt_scores",
+    "source_folds",
+    "source_point",
+    "unseen_operating_point",
+]
 
 PASS_NAME = "sources"
 #: A held-out source with fewer benign prompts is reported, not averaged: one row of
@@ -125,14 +133,7 @@ class SourcePoint:
     per_source: dict[str, dict[str, Any]]
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "threshold": self.threshold,
-            "mean_fpr": self.mean_fpr,
-            "pooled_fpr": self.pooled_fpr,
-            "mean_recall": self.mean_recall,
-            "pooled_recall": self.pooled_recall,
-            "per_source": self.per_source,
-        }
+        return asdict(self)
 
 
 def source_point(prompts: pd.DataFrame, threshold: float) -> SourcePoint:
