@@ -25,6 +25,7 @@ from gatebench.unseen import UnseenResult
 from gatebench.unseen.calibrate import (
     MIN_BENIGN,
     _tasks,
+    check_target,
     lowest_threshold,
     source_folds,
     source_point,
@@ -246,3 +247,10 @@ def test_cli_train_reports_the_never_seen_estimate(data_dir: Path, tmp_path: Pat
     meta = json.loads((tmp_path / "model" / MANIFEST).read_text())
     assert f"threshold {meta['threshold']:.4f}" in out
     assert "over 4 benign sources (bound 5.00%)" in out
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, float("nan"), 3.0])
+def test_a_bound_outside_zero_one_is_refused_naming_the_option(bad: float) -> None:
+    with pytest.raises(ConfigError, match=r"--unseen-fpr .*in \(0, 1\), e.g. 0.03"):
+        check_target(bad)
+    assert check_target(0.03) == 0.03

@@ -29,7 +29,7 @@ from gatebench.served import served_model
 from gatebench.split import inner_split
 from gatebench.trace import Trace, TraceSpec, build_trace, load_trace, save_trace
 from gatebench.types import Family
-from gatebench.unseen.calibrate import unseen_operating_point
+from gatebench.unseen.calibrate import check_target, unseen_operating_point
 
 __all__ = ["OPERATING_POINTS", "build_trace_from_options", "detect", "evaluate", "train"]
 
@@ -128,6 +128,8 @@ def train(
             f"--run {run_dir} gives the headline operating point, but --operating-point is "
             "'unseen'; drop --run, or pass --operating-point headline"
         )
+    if point == "unseen":
+        check_target(unseen_fpr)  # before any fitting
     result, run_dir = _headline_run(config, run_dir) if point == "headline" else (None, None)
     trace = _build(config, cache_dir=config.cache_dir)
     if result is not None and trace.trace_id != result.trace.trace_id:

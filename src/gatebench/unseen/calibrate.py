@@ -35,6 +35,7 @@ from gatebench.twins import TWINS_SOURCE
 __all__ = [
     "MIN_BENIGN",
     "SourcePoint",
+    "check_target",
     "lowest_threshold",
     "prompt_scores",
     "source_folds",
@@ -46,6 +47,16 @@ PASS_NAME = "sources"
 #: A held-out source with fewer benign prompts is reported, not averaged: one row of
 #: eight would move the mean as much as a whole large set.
 MIN_BENIGN = 20
+
+
+def check_target(target_fpr: float) -> float:
+    """``target_fpr`` if it is a usable bound, else a ConfigError naming the option."""
+    if not 0.0 < target_fpr < 1.0:
+        raise ConfigError(
+            f"--unseen-fpr {target_fpr!r}: give the FPR bound on never-seen sources "
+            "in (0, 1), e.g. 0.03"
+        )
+    return float(target_fpr)
 
 
 def source_folds(frame: pd.DataFrame, n_splits: int, seed: int) -> np.ndarray:
@@ -224,11 +235,7 @@ def unseen_operating_point(
         rates at that threshold (:class:`SourcePoint`) and each fold's held-out
         sources.
     """
-    if not 0.0 < target_fpr < 1.0:
-        raise ConfigError(
-            f"--unseen-fpr {target_fpr!r}: give the FPR bound on never-seen sources "
-            "in (0, 1), e.g. 0.03"
-        )
+    check_target(target_fpr)
     folds = source_folds(frame, n_splits, child_seed(seed, "folds", PASS_NAME))
     tasks = _tasks(frame, folds, spec, seed)
     shared = {
