@@ -11,7 +11,9 @@ pooled FPR, and the attack recall averaged over sources and pooled.
 θ_op). ``--calibrate-on DIR --target T`` picks the threshold as ``gatebench
 train`` does, the lowest with mean FPR <= T, on DIR's held-out prompts, and
 reads it on every folder: calibrated on one kind of never-seen text, how does
-it hold on another? Usage::
+it hold on another? The refits must be of the default trace, or of one whose
+evaluation and training rows sit where the default's do (more twins are
+appended after them), since the folders hold trace positions. Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/threshold_transfer.py \\
         runs/scores-langbal runs/scores-corpora-langbal --at 0.888,0.9233 \\
@@ -37,6 +39,8 @@ def held_out_prompts(folder: Path, frame: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for path in sorted(folder.glob("*.npz")):
         z = np.load(path)
+        if z["test"].size and int(z["test"].max()) >= len(frame):
+            raise SystemExit(f"{path} scores trace rows past the default trace's {len(frame)}")
         pooled = pool_prompts(frame, z["test"], z["p_test"])
         parts.append(pooled.rename(columns={"y": "label", "s": "score"}).assign(refit=path.stem))
     if not parts:
