@@ -28,10 +28,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_generalisation import pool_prompts
 
 from gatebench.config import RunConfig
-from gatebench.unseen.calibrate import lowest_threshold, source_point
+from gatebench.unseen.calibrate import lowest_threshold, prompt_scores, source_point
 
 
 def held_out_prompts(folder: Path, frame: pd.DataFrame) -> pd.DataFrame:
@@ -41,8 +40,7 @@ def held_out_prompts(folder: Path, frame: pd.DataFrame) -> pd.DataFrame:
         z = np.load(path)
         if z["test"].size and int(z["test"].max()) >= len(frame):
             raise SystemExit(f"{path} scores trace rows past the default trace's {len(frame)}")
-        pooled = pool_prompts(frame, z["test"], z["p_test"])
-        parts.append(pooled.rename(columns={"y": "label", "s": "score"}).assign(refit=path.stem))
+        parts.append(prompt_scores(frame, z["test"], z["p_test"]).assign(refit=path.stem))
     if not parts:
         raise SystemExit(f"{folder} holds no refit scores (bench_generalisation.py --scores)")
     return pd.concat(parts, ignore_index=True)

@@ -24,7 +24,7 @@ from gatebench.metrics.confusion import confusion_at
 from gatebench.metrics.frame import primary_value
 from gatebench.seeding import child_seed
 from gatebench.types import Status
-from gatebench.unseen.calibrate import MIN_BENIGN
+from gatebench.unseen.calibrate import MIN_BENIGN, prompt_scores
 
 __all__ = ["CHECK"]
 
@@ -65,13 +65,6 @@ def _tasks(ctx: DiagnosticContext) -> tuple[list[FoldTask], dict[str, str]]:
     return tasks, skipped
 
 
-def _pooled(ctx: DiagnosticContext, idx: np.ndarray, scores: np.ndarray) -> pd.DataFrame:
-    rows = ctx.frame.iloc[idx][["sample_id", "label"]].assign(score=scores)
-    return rows.groupby("sample_id", sort=True).agg(
-        label=("label", "first"), score=("score", "max")
-    )
-
-
 def run(ctx: DiagnosticContext) -> DiagnosticResult:
     """Refit once per source and compare with the in-distribution numbers."""
     tasks, skipped = _tasks(ctx)
@@ -81,7 +74,7 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     shared = {"texts": ctx.texts, "labels": ctx.labels, "max_fpr": ctx.fpr, "sources": ctx.sources}
     for done in ctx.executor.map(score_fold, tasks, shared=shared):
         name = done.pass_name.split(":", 1)[1]
-        prompts = _pooled(ctx, by_task[done.pass_name].test_idx, done.test_scores)
+        prompts = prompt_scores(ctx.frame, by_task[done.pass_name].test_idx, done.test_scores)
         y, s = prompts["label"].to_numpy(), prompts["score"].to_numpy()
         metric = ctx.primary_metric(name, y)
         theta = float(done.op_threshold if done.op_threshold is not None else done.threshold)

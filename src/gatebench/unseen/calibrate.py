@@ -119,15 +119,14 @@ def _held_out_scores(
     return task.test_idx, check_scores(task.spec.name, scores, len(task.test_idx))
 
 
-def prompt_scores(frame: pd.DataFrame, scores: np.ndarray) -> pd.DataFrame:
-    """Scored rows max-pooled to prompts: ``source``, ``label``, ``score`` per prompt."""
-    rows = frame.loc[~np.isnan(scores), ["sample_id", "source", "label"]].assign(
-        score=scores[~np.isnan(scores)]
-    )
-    pooled: pd.DataFrame = (
-        rows.groupby("sample_id", sort=True)
-        .agg(source=("source", "first"), label=("label", "first"), score=("score", "max"))
-        .reset_index()
+def prompt_scores(frame: pd.DataFrame, rows: np.ndarray, scores: np.ndarray) -> pd.DataFrame:
+    """Scores of trace ``rows`` max-pooled to prompts: ``source``, ``label``, ``score``.
+
+    Indexed by ``sample_id``; a chunked prompt takes its highest chunk score.
+    """
+    part = frame.iloc[rows][["sample_id", "source", "label"]].assign(score=scores)
+    pooled: pd.DataFrame = part.groupby("sample_id", sort=True).agg(
+        source=("source", "first"), label=("label", "first"), score=("score", "max")
     )
     return pooled
 
@@ -192,8 +191,9 @@ def lowest_threshold(prompts: pd.DataFrame, target_fpr: float) -> float:
     candidates = np.unique(prompts["score"].to_numpy(dtype=np.float64))
     mean_fpr = np.zeros(len(candidates))
     groups = benign.groupby("source").indices.values()
+    scores = benign["score"].to_numpy(dtype=np.float64)
     for idx in groups:
-        s = np.sort(benign["score"].to_numpy(dtype=np.float64)[idx])
+        s = np.sort(scores[idx])
         mean_fpr += (len(s) - np.searchsorted(s, candidates, side="left")) / len(s)
     mean_fpr /= len(groups)
     ok = np.flatnonzero(mean_fpr <= target_fpr + 1e-12)
@@ -243,10 +243,9 @@ def unseen_operating_point(
         "labels": frame["label"].to_numpy(dtype=np.int64),
         "sources": frame["source"].to_numpy(dtype=object),
     }
-    scores = np.full(len(frame), np.nan)
-    for test, p in (executor or Executor()).map(_held_out_scores, tasks, shared=shared):
-        scores[test] = p
-    prompts = prompt_scores(frame, scores)
+    done = list((executor or Executor()).map(_held_out_scores, tasks, shared=shared))
+    rows, scores = (np.concatenate(part) for part in zip(*done, strict=True))
+    prompts = prompt_scores(frame, rows, scores)
     threshold = lowest_threshold(prompts, target_fpr)
     held = {
         str(t.fold): sorted(set(frame["source"].to_numpy()[t.test_idx].tolist())) for t in tasks
