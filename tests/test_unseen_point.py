@@ -1,4 +1,4 @@
-"""The shipped operating point chosen on evaluation sources held out whole."""
+"""The shipped operating point chosen on sources held out whole."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from gatebench.unseen import UnseenResult
 from gatebench.unseen.calibrate import (
     MIN_BENIGN,
     _tasks,
+    check_holdout,
     check_target,
     lowest_threshold,
     source_folds,
@@ -87,6 +88,38 @@ def test_a_fold_never_fits_on_its_held_out_sources_or_on_what_was_built_from_the
     # Every evaluation row is held out exactly once.
     tested = np.concatenate([t.test_idx for t in tasks])
     assert sorted(tested.tolist()) == np.flatnonzero(frame["role"] == "evaluation").tolist()
+
+
+def test_holding_out_every_source_takes_the_corpora_but_never_the_constructed_rows() -> None:
+    frame = _frame()
+    folds = source_folds(frame, 7, seed=7, holdout="all")
+    sources = frame["source"].to_numpy()
+    for name, part in frame.groupby("source"):
+        ids = set(folds[part.index].tolist())
+        assert len(ids) == 1, name
+        constructed = name in (TWINS_SOURCE, EMBEDDED_SOURCE)
+        assert (ids == {TRAINING_ONLY}) is constructed, name
+    assert int(folds.max()) == 6  # six evaluation sources and the corpus, one fold each
+    tasks = _tasks(frame, folds, SPEC, seed=1)
+    for task in tasks:
+        held = set(sources[task.test_idx])
+        trained = frame.iloc[task.train_idx]
+        assert not held & set(trained["source"])
+        # A twin leaves its fold's training with its host's source, as for evaluation sources.
+        twins = trained[trained["source"] == TWINS_SOURCE]
+        hosts = set(twins["parent_id"].str.split(":").str[0])
+        assert not hosts & held
+    tested = np.sort(np.concatenate([t.test_idx for t in tasks]))
+    constructed = frame["source"].isin([TWINS_SOURCE, EMBEDDED_SOURCE]).to_numpy()
+    assert tested.tolist() == np.flatnonzero(~constructed).tolist()
+
+
+def test_an_unknown_holdout_is_refused_naming_the_option_and_the_choices() -> None:
+    with pytest.raises(ConfigError, match="--unseen-holdout 'corpora': choose all or evaluation"):
+        check_holdout("corpora")
+    with pytest.raises(ConfigError, match="--unseen-holdout"):
+        source_folds(_frame(), 3, seed=0, holdout="sources")
+    assert check_holdout("all") == "all"
 
 
 def test_one_evaluation_source_is_refused_with_the_way_out() -> None:
@@ -190,6 +223,7 @@ def test_train_ships_at_the_unseen_point_by_default(data_dir: Path, tmp_path: Pa
     assert op["mean_fpr"] <= 0.03 and op["n_folds"] == 3
     assert "evaluation_run" not in meta  # no headline run was made
     held = sorted(s for names in op["held_out"].values() for s in names)
+    assert op["holdout"] == "evaluation"
     assert held == sorted(set(SOURCES) - {"mt-bench"})  # the training corpus is never held out
     benign = [v["fpr"] for v in op["per_source"].values() if v["averaged"]]
     assert op["mean_fpr"] == pytest.approx(np.mean(benign))
@@ -200,6 +234,15 @@ def test_train_ships_at_the_unseen_point_by_default(data_dir: Path, tmp_path: Pa
     loose_op = json.loads((loose / MANIFEST).read_text())["operating_point"]
     assert loose_op["threshold"] <= op["threshold"]
     assert loose_op["pooled_recall"] >= op["pooled_recall"]
+    # Every source held out: the training corpus is scored and averaged like the others.
+    every = api.train(cfg, tmp_path / "every", unseen_holdout="all")
+    every_op = json.loads((every / MANIFEST).read_text())["operating_point"]
+    held = sorted(s for names in every_op["held_out"].values() for s in names)
+    assert every_op["holdout"] == "all" and held == sorted(SOURCES)
+    assert every_op["per_source"]["mt-bench"]["averaged"]
+    benign = [v["fpr"] for v in every_op["per_source"].values() if v["averaged"]]
+    assert every_op["mean_fpr"] == pytest.approx(np.mean(benign))
+    assert every_op["mean_fpr"] <= 0.03
     # `gatebench evaluate` reads such a model at its threshold; no run chose it, so the
     # in-distribution side is empty rather than another point's figures.
     out = tmp_path / "eval"
@@ -235,6 +278,9 @@ def test_train_refuses_conflicting_or_bad_operating_points(data_dir: Path, tmp_p
         [*args, "--unseen-fpr", "0", str(tmp_path / "m")], "--unseen-fpr 0.0", "e.g. 0.03"
     )
     fails_cleanly([*args[:-2], str(tmp_path / "m")], "--operating-point headline")
+    fails_cleanly(
+        [*args, "--unseen-holdout", "corpora", str(tmp_path / "m")], "choose all or evaluation"
+    )
 
 
 def test_cli_train_reports_the_never_seen_estimate(data_dir: Path, tmp_path: Path) -> None:

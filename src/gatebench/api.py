@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from gatebench import artifacts, cv, record, summary
-from gatebench.config import UNSEEN_FPR, RunConfig, output_directory
+from gatebench.config import UNSEEN_FPR, UNSEEN_HOLDOUT, RunConfig, output_directory
 from gatebench.conversation import Conversation, ScanPolicy
 from gatebench.detectors import DetectorSpec, fit_detector, make_detector
 from gatebench.detectors.adapters._audit import audit_dir
@@ -29,7 +29,7 @@ from gatebench.served import served_model
 from gatebench.split import inner_split
 from gatebench.trace import Trace, TraceSpec, build_trace, load_trace, save_trace
 from gatebench.types import Family
-from gatebench.unseen.calibrate import check_target, unseen_operating_point
+from gatebench.unseen.calibrate import check_holdout, check_target, unseen_operating_point
 
 __all__ = ["OPERATING_POINTS", "build_trace_from_options", "detect", "evaluate", "train"]
 
@@ -101,16 +101,17 @@ def train(
     holdout: float = 0.0,
     operating_point: str | None = None,
     unseen_fpr: float = UNSEEN_FPR,
+    unseen_holdout: str = UNSEEN_HOLDOUT,
 ) -> Path:
     """Fit on the whole trace (less a ``holdout`` share) and write a model directory.
 
     ``operating_point`` says where the shipped threshold comes from:
 
     - ``"unseen"`` (the default without ``run_dir``): folds that hold whole
-      evaluation sources out, at mean FPR over those sources' benign rows
-      <= ``unseen_fpr`` (:mod:`gatebench.unseen.calibrate`). A deployed model
-      meets sources it never saw, and there the headline point flags several
-      times its target.
+      sources out (``unseen_holdout``: every source, or only the evaluation
+      ones), at mean FPR over those sources' benign rows <= ``unseen_fpr``
+      (:mod:`gatebench.unseen.calibrate`). A deployed model meets sources it
+      never saw, and there the headline point flags several times its target.
     - ``"headline"`` (the default with ``run_dir``): the headline operating
       point of ``run_dir`` (same trace), else of a fresh StratifiedKFold
       evaluation.
@@ -130,6 +131,7 @@ def train(
         )
     if point == "unseen":
         check_target(unseen_fpr)  # before any fitting
+        check_holdout(unseen_holdout)
     result, run_dir = _headline_run(config, run_dir) if point == "headline" else (None, None)
     trace = _build(config, cache_dir=config.cache_dir)
     if result is not None and trace.trace_id != result.trace.trace_id:
@@ -143,7 +145,7 @@ def train(
     if result is None:
         op = unseen_operating_point(
             frame, spec, seed=config.seed, n_splits=config.folds, target_fpr=unseen_fpr,
-            executor=config.executor(),
+            holdout=unseen_holdout, executor=config.executor(),
         )  # fmt: skip
         extra = {"operating_point": op}
     else:

@@ -16,10 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gatebench.errors import ConfigError
 from gatebench.parallel import BACKENDS, Executor
 
-__all__ = ["UNSEEN_FPR", "RunConfig", "load_config"]
+__all__ = ["UNSEEN_FPR", "UNSEEN_HOLDOUT", "RunConfig", "load_config"]
 
 #: What ``gatebench train`` ships at by default: mean FPR over never-seen benign sources.
 UNSEEN_FPR = 0.03
+#: Which sources that pass holds out whole: the evaluation sources (``all``: corpora too).
+UNSEEN_HOLDOUT = "evaluation"
 
 _ENV = {
     "GATEBENCH_SEED": "seed",

@@ -39,7 +39,7 @@ from gatebench.cli.options import (
     parse_caps,
     parse_roles,
 )
-from gatebench.config import UNSEEN_FPR
+from gatebench.config import UNSEEN_FPR, UNSEEN_HOLDOUT
 from gatebench.errors import GatebenchError
 
 __all__ = ["compare", "diagnose", "report", "run", "train"]
@@ -211,7 +211,7 @@ def train(
         typer.Option(
             "--operating-point",
             help="Where the shipped threshold comes from: 'unseen' (folds that hold whole "
-            "evaluation sources out; the default without --run) or 'headline' (the run's "
+            "sources out; the default without --run) or 'headline' (the run's "
             "pooled StratifiedKFold point; the default with --run).",
         ),
     ] = None,
@@ -222,6 +222,14 @@ def train(
             help="With the unseen point: bound on the mean FPR over held-out benign sources.",
         ),
     ] = UNSEEN_FPR,
+    unseen_holdout: Annotated[
+        str,
+        typer.Option(
+            "--unseen-holdout",
+            help="With the unseen point: which sources its folds hold out whole, 'all' "
+            "(training corpora too) or 'evaluation'.",
+        ),
+    ] = UNSEEN_HOLDOUT,
     param: Param = None,
     sources: Sources = None,
     text_field: TextField = None,
@@ -273,7 +281,7 @@ def train(
         )
         out = api.train(
             cfg, model_dir, run_dir=run_dir, holdout=holdout, operating_point=operating_point,
-            unseen_fpr=unseen_fpr,
+            unseen_fpr=unseen_fpr, unseen_holdout=unseen_holdout,
         )  # fmt: skip
     except GatebenchError as exc:
         fail(exc)
@@ -281,8 +289,9 @@ def train(
     op = json.loads((out / MANIFEST).read_text())["operating_point"]
     if "mean_fpr" in op:
         n_benign = sum(v["averaged"] for v in op["per_source"].values())
+        kind = "evaluation sources" if op.get("holdout") == "evaluation" else "sources"
         console.print(
-            f"threshold {op['threshold']:.4f}: on evaluation sources held out whole, mean FPR "
+            f"threshold {op['threshold']:.4f}: on {kind} held out whole, mean FPR "
             f"{fmt_pct(op['mean_fpr'])} over {n_benign} benign sources (bound "
             f"{fmt_pct(op['target_fpr'])}), attack recall {fmt_pct(op['pooled_recall'])}",
             highlight=False,

@@ -3,12 +3,19 @@
 The headline threshold is picked on out-of-fold scores from models that saw
 every source of the trace. A deployed model meets sources it never saw, whose
 benign text scores higher: a threshold set for 1% FPR on seen sources flags
-several times that on new ones. This pass holds whole evaluation sources out
-instead (training corpora stay in every fold's training, as in
-leave-one-source-out), max-pools the held-out scores to prompts, and ships the
-lowest threshold at which the *mean over held-out benign sources* of the FPR
-is at most the target. The source is the unit because a deployment meets new
-sources, not new rows: a pooled FPR would let the largest benign set decide.
+several times that on new ones. This pass holds whole sources out instead,
+max-pools the held-out scores to prompts, and ships the lowest threshold at
+which the *mean over held-out benign sources* of the FPR is at most the
+target. The source is the unit because a deployment meets new sources, not
+new rows: a pooled FPR would let the largest benign set decide.
+
+Which sources may be held out (``holdout``): ``all`` of them, training corpora
+included, or only the ``evaluation`` sources (the corpora then stay in every
+fold's training, as in leave-one-source-out). A training corpus is a source
+like any other to a deployed model: the security questions, persona prompts
+and real requests it meets come from sources it never saw, and the corpora
+are where the trace holds those kinds. Rows the trace constructs (benign
+twins, embedded injections) are never held out: they are not a source.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import pandas as pd
 from sklearn.model_selection import StratifiedGroupKFold
 
 from gatebench.augment import EMBEDDED_SOURCE
-from gatebench.config import UNSEEN_FPR
+from gatebench.config import UNSEEN_FPR, UNSEEN_HOLDOUT
 from gatebench.cv import FoldTask, fit_fold
 from gatebench.detectors import DetectorSpec
 from gatebench.detectors.protocol import check_scores
@@ -33,8 +40,10 @@ from gatebench.trace import scored_rows
 from gatebench.twins import TWINS_SOURCE
 
 __all__ = [
+    "HOLDOUTS",
     "MIN_BENIGN",
     "SourcePoint",
+    "check_holdout",
     "check_target",
     "lowest_threshold",
     "prompt_scores",
@@ -47,6 +56,8 @@ PASS_NAME = "sources"
 #: A held-out source with fewer benign prompts is reported, not averaged: one row of
 #: eight would move the mean as much as a whole large set.
 MIN_BENIGN = 20
+#: Which sources the pass may hold out whole (see the module docstring).
+HOLDOUTS = ("all", "evaluation")
 
 
 def check_target(target_fpr: float) -> float:
@@ -59,18 +70,38 @@ def check_target(target_fpr: float) -> float:
     return float(target_fpr)
 
 
-def source_folds(frame: pd.DataFrame, n_splits: int, seed: int) -> np.ndarray:
-    """Fold id per row, each evaluation source whole in one fold.
+def check_holdout(holdout: str) -> str:
+    """``holdout`` if it is one of :data:`HOLDOUTS`, else a ConfigError naming the option."""
+    if holdout not in HOLDOUTS:
+        raise ConfigError(
+            f"--unseen-holdout {holdout!r}: choose {' or '.join(HOLDOUTS)} (which sources the "
+            "unseen operating point may hold out whole)"
+        )
+    return holdout
 
-    Training-corpus rows get ``TRAINING_ONLY``: fitted on in every fold,
-    scored in none. ``n_splits`` is capped at the number of evaluation sources.
+
+def holdable_rows(frame: pd.DataFrame, holdout: str) -> np.ndarray:
+    """True for the rows whose source the pass may hold out (``holdout`` of :data:`HOLDOUTS`)."""
+    if check_holdout(holdout) == "evaluation":
+        return scored_rows(frame)
+    return ~frame["source"].isin([TWINS_SOURCE, EMBEDDED_SOURCE]).to_numpy()
+
+
+def source_folds(
+    frame: pd.DataFrame, n_splits: int, seed: int, holdout: str = "evaluation"
+) -> np.ndarray:
+    """Fold id per row, each source the pass may hold out (``holdout``) whole in one fold.
+
+    The other rows get ``TRAINING_ONLY``: fitted on in every fold, scored in
+    none. ``n_splits`` is capped at the number of sources held out.
     """
-    scored = scored_rows(frame)
+    scored = holdable_rows(frame, holdout)
     sources = frame["source"].astype(str).to_numpy()
     names = sorted(set(sources[scored].tolist()))
     if len(names) < 2:
+        kind = "evaluation sources" if holdout == "evaluation" else "sources"
         raise ConfigError(
-            f"the unseen operating point holds whole evaluation sources out, but the trace has "
+            f"the unseen operating point holds whole {kind} out, but the trace has "
             f"{len(names)} ({', '.join(names) or 'none'}); add sources or pass "
             "--operating-point headline"
         )
@@ -209,9 +240,10 @@ def unseen_operating_point(
     seed: int,
     n_splits: int,
     target_fpr: float = UNSEEN_FPR,
+    holdout: str = UNSEEN_HOLDOUT,
     executor: Executor | None = None,
 ) -> dict[str, Any]:
-    """Fit with whole evaluation sources held out and choose the shipped threshold.
+    """Fit with whole sources held out and choose the shipped threshold.
 
     Parameters
     ----------
@@ -222,21 +254,23 @@ def unseen_operating_point(
     seed : int
         Root seed (fold assignment and every fold's seeds).
     n_splits : int
-        Folds over evaluation sources (at most one per source).
+        Folds over the sources held out (at most one per source).
     target_fpr : float
         Bound on the mean FPR over the held-out benign sources, in (0, 1).
+    holdout : {"all", "evaluation"}
+        Which sources may be held out: every source, or the evaluation ones.
     executor : Executor, optional
         Where the folds run.
 
     Returns
     -------
     dict
-        ``rule``, ``target_fpr``, ``threshold``, ``n_folds``, the never-seen
+        ``rule``, ``holdout``, ``target_fpr``, ``threshold``, ``n_folds``, the never-seen
         rates at that threshold (:class:`SourcePoint`) and each fold's held-out
         sources.
     """
     check_target(target_fpr)
-    folds = source_folds(frame, n_splits, child_seed(seed, "folds", PASS_NAME))
+    folds = source_folds(frame, n_splits, child_seed(seed, "folds", PASS_NAME), holdout)
     tasks = _tasks(frame, folds, spec, seed)
     shared = {
         "texts": frame["text"].to_numpy(dtype=object),
@@ -252,6 +286,7 @@ def unseen_operating_point(
     }
     return {
         "rule": "mean FPR over never-seen benign sources <= target",
+        "holdout": holdout,
         "target_fpr": float(target_fpr),
         "n_folds": len(tasks),
         "held_out": held,
