@@ -11,7 +11,9 @@ macro, the sources below 0.5 and the held-out AUC of the mixed sources.
 one ReLU layer of 256) on the same vectors instead of the logistic regression.
 
 Representations: ``static`` (the distilled MiniLM table Gate's fast path
-reads), ``multilingual`` (USE multilingual v3, Gate's opt-in head), or both
+reads), ``static@DIR`` (a table distilled by the same recipe from the
+sentence-transformers model in folder ``DIR``, to try another encoder on the
+fast path), ``multilingual`` (USE multilingual v3, Gate's opt-in head), or both
 side by side (``static+multilingual``). Vectors are read through Gate's
 embedding cache. ``char`` and ``word`` are the hashed n-gram counts of Gate's
 two lexical heads, each read by its own head (SGD logistic regression on
@@ -65,14 +67,68 @@ def _vectors(name: str, texts: list[str]) -> Any:
 
         vectors, tokenizer = distill_static(cache_dir=".cache/gatebench")
         return StaticEmbedder(vectors, tokenizer).encode(texts)
+    if name.startswith("static@"):
+        from gatebench.gate.static_embed import StaticEmbedder
+
+        return StaticEmbedder(*_distil_from(name.partition("@")[2])).encode(texts)
     if name == "multilingual":
         from gatebench.gate.multilingual import MultilingualEncoder
 
         enc = MultilingualEncoder(max_chars=1000)
         return VectorCache(DEFAULT_CACHE_DIR, enc.fingerprint()).get_or_compute(texts, enc.encode)
     raise SystemExit(
-        f"unknown representation {name!r}: use static, multilingual (or both with +), char or word"
+        f"unknown representation {name!r}: use static, static@DIR, multilingual (or both with +), "
+        "char or word"
     )
+
+
+def _distil_from(folder: str, dims: int = 256) -> tuple[np.ndarray, str]:
+    """A static table from the model in ``folder``: Gate's recipe, cached beside the trace's.
+
+    Each vocabulary token is encoded alone between the model's own start and
+    end tokens and mean-pooled, then PCA to ``dims`` and SIF-weighted, as
+    :func:`gatebench.gate.static_embed.distill_static` does for MiniLM.
+    """
+    import hashlib
+    from pathlib import Path
+
+    from gatebench.gate.static_embed import _pca, _zipf_sif, load_tokenizer
+
+    tokenizer_json = (Path(folder) / "tokenizer.json").read_text(encoding="utf-8")
+    key = hashlib.sha256(f"{dims}:{tokenizer_json}".encode()).hexdigest()[:12]
+    cached = Path(".cache/gatebench") / f"static-screen-{dims}-{key}.npy"
+    if cached.is_file():
+        return np.load(cached), tokenizer_json
+    import torch
+    from transformers import AutoModel
+
+    tok = load_tokenizer(tokenizer_json)
+    start, end = _bounds(tok)
+    model = AutoModel.from_pretrained(folder).eval()
+    ids = torch.tensor([[start, i, end] for i in range(tok.get_vocab_size())])
+    out = []
+    with torch.inference_mode():
+        for lo in range(0, len(ids), 1024):
+            x = ids[lo : lo + 1024]
+            hidden = model(input_ids=x, attention_mask=torch.ones_like(x)).last_hidden_state
+            out.append(hidden.mean(dim=1).numpy())
+    raw = np.concatenate(out).astype(np.float64)
+    vectors = (_pca(raw, dims) * _zipf_sif(len(raw), 1e-4)[:, None]).astype(np.float32)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cached, vectors)
+    return vectors, tokenizer_json
+
+
+def _bounds(tok: Any) -> tuple[int, int]:
+    """The ids the model's tokenizer wraps a text in: [CLS]/[SEP] for BERT, <s>/</s> for MPNet.
+
+    Read from the tokenizer's own post-processor, not looked up by name: MPNet's
+    vocabulary also holds "[CLS]" and "[SEP]", as ordinary tokens.
+    """
+    ids = tok.encode("", add_special_tokens=True).ids
+    if len(ids) != 2:
+        raise SystemExit(f"the tokenizer wraps an empty text as {ids}, not a start and an end id")
+    return int(ids[0]), int(ids[1])
 
 
 def _fit(
