@@ -11,7 +11,11 @@ pooled FPR, and the attack recall averaged over sources and pooled.
 θ_op). ``--calibrate-on DIR --target T`` picks the threshold as ``gatebench
 train`` does, the lowest with mean FPR <= T, on DIR's held-out prompts, and
 reads it on every folder: calibrated on one kind of never-seen text, how does
-it hold on another? The refits must be of the default trace, or of one whose
+it hold on another? ``--by-language`` adds, per folder and threshold, the
+FPR of the held-out benign prompts in each detected language (the trace's
+``language`` column): where a language's benign text is flagged far more than
+English, the model reads the language, not what the text asks. The refits
+must be of the default trace, or of one whose
 evaluation and training rows sit where the default's do (more twins are
 appended after them), since the folders hold trace positions. Usage::
 
@@ -30,17 +34,19 @@ import numpy as np
 import pandas as pd
 
 from gatebench.config import RunConfig
-from gatebench.unseen.calibrate import lowest_threshold, prompt_scores, source_point
+from gatebench.unseen.calibrate import MIN_BENIGN, lowest_threshold, prompt_scores, source_point
 
 
 def held_out_prompts(folder: Path, frame: pd.DataFrame) -> pd.DataFrame:
     """Every refit's held-out rows in ``folder`` as prompts: ``source``, ``label``, ``score``."""
     parts = []
+    language = frame.groupby("sample_id", sort=False)["language"].first()
     for path in sorted(folder.glob("*.npz")):
         z = np.load(path)
         if z["test"].size and int(z["test"].max()) >= len(frame):
             raise SystemExit(f"{path} scores trace rows past the default trace's {len(frame)}")
-        parts.append(prompt_scores(frame, z["test"], z["p_test"]).assign(refit=path.stem))
+        part = prompt_scores(frame, z["test"], z["p_test"])
+        parts.append(part.assign(refit=path.stem, language=language.reindex(part.index).values))
     if not parts:
         raise SystemExit(f"{folder} holds no refit scores (bench_generalisation.py --scores)")
     return pd.concat(parts, ignore_index=True)
@@ -52,6 +58,11 @@ def main() -> None:
     ap.add_argument("--at", default="", help="comma-separated raw thresholds")
     ap.add_argument("--calibrate-on", type=Path, help="pick a threshold on this folder's prompts")
     ap.add_argument("--target", type=float, default=0.03, help="mean FPR bound for --calibrate-on")
+    ap.add_argument(
+        "--by-language",
+        action="store_true",
+        help="also print the held-out benign FPR of each language with 20+ benign prompts",
+    )
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -78,6 +89,20 @@ def main() -> None:
             cells = [p.mean_fpr, p.pooled_fpr, p.mean_recall, p.pooled_recall]
             text = " | ".join("–" if c is None else f"{c:.3f}" for c in cells)
             print(f"| {folder.name} | {label} | {n} | {text} |")
+            if args.by_language:
+                print(f"| by language | {_by_language(prompts, t)} ||||||")
+
+
+def _by_language(prompts: pd.DataFrame, threshold: float) -> str:
+    """Benign FPR at ``threshold`` per language with ``MIN_BENIGN`` benign prompts or more.
+
+    Most flagged first, each with its count of benign prompts.
+    """
+    benign = prompts[prompts["label"] == 0]
+    flagged = (benign["score"] >= threshold).groupby(benign["language"]).agg(["mean", "size"])
+    flagged = flagged[flagged["size"] >= MIN_BENIGN].sort_values(["mean", "size"], ascending=False)
+    cells = [f"{lang} {row['mean']:.3f} ({row['size']:.0f})" for lang, row in flagged.iterrows()]
+    return ", ".join(cells)
 
 
 if __name__ == "__main__":
