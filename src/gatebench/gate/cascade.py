@@ -69,7 +69,7 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
         gate._check_fitted()
         return np.zeros(0), np.zeros(0, dtype=np.intp), (0.0, 0.0, 0.0)
     t0 = time.perf_counter()
-    views = gate._get_featurizer()(texts)
+    views = gate._get_featurizer()(texts, full=False)
     p, per_head = gate._fast_meta(views)
     in_band, escalated = gate.route(p, views.features)
     t1 = time.perf_counter()

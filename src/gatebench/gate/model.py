@@ -44,11 +44,12 @@ from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.features import STYLE_FEATURES
 from gatebench.gate.heads import (
     HEAD_TYPES,
+    MULTILINGUAL_HEADS,
     SENTENCE_HEAD_TYPES,
     FeatureHead,
     Head,
-    MultilingualHead,
     NeighbourHead,
+    RoutedMultilingualHead,
 )
 from gatebench.gate.heads.base import Valid
 from gatebench.gate.judge import LLMJudge
@@ -285,9 +286,10 @@ class Gate:
                 cache_dir=self.cache_dir,
                 multilingual=(
                     MultilingualEncoder(max_chars=self.multilingual_chars)
-                    if MultilingualHead.name in self.head_names
+                    if set(MULTILINGUAL_HEADS) & set(self.head_names)
                     else None
                 ),
+                route=RoutedMultilingualHead.name in self.head_names,
             )
             self._plain = self._featurizer.without_cache()
         return self._featurizer
@@ -401,11 +403,11 @@ class Gate:
     def _fast_pieces(self, pieces: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Fast-path scores of derived texts (windows, decodings): never cached on disk."""
         self._get_featurizer()
-        return self._fast_views(self._plain(pieces))
+        return self._fast_views(self._plain(pieces, full=False))
 
     def score_fast(self, texts: Sequence[str]) -> np.ndarray:
         """Fast-path P(attack) only (no deferred stage)."""
-        return self._fast_views(self._get_featurizer()(list(texts)))[0]
+        return self._fast_views(self._get_featurizer()(list(texts), full=False))[0]
 
     def route(self, p_fast: np.ndarray, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which rows the deferred stage takes: ``(in_band, escalated)``.

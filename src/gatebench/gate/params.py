@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gatebench.gate.combiner import COMBINER_KINDS
-from gatebench.gate.heads import HEAD_TYPES, NeighbourHead
+from gatebench.gate.heads import (
+    HEAD_TYPES,
+    MultilingualHead,
+    NeighbourHead,
+    RoutedMultilingualHead,
+)
 
 __all__ = ["META_FEATURE_SETS", "check_params"]
 
@@ -39,6 +44,19 @@ def check_params(
         )
     if combine not in COMBINER_KINDS:
         raise ValueError(f"combine={combine!r}: choose one of {list(COMBINER_KINDS)}")
+    routed = RoutedMultilingualHead.name
+    if routed in heads and MultilingualHead.name in heads:
+        raise ValueError(
+            f"heads={list(heads)!r}: {MultilingualHead.name!r} and {routed!r} read one "
+            f"encoder, once for every text and once for non-English text; keep one"
+        )
+    if routed in heads and combine == "mean":
+        raise ValueError(
+            f"combine={combine!r} with the {routed!r} head: its column is missing for English "
+            "text, which only the trees combiner handles; use combine='trees'"
+        )
+    if routed in heads and routed in blend_heads:
+        raise ValueError(f"blend_heads={list(blend_heads)!r}: {routed!r} cannot be blended")
     if not 0.0 <= band_fraction < 1.0:
         raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
     if stack_groups < 0 or stack_groups == 1:

@@ -39,9 +39,15 @@ from gatebench.errors import DetectorError
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
-from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES, Head, MultilingualHead
+from gatebench.gate.heads import (
+    HEAD_TYPES,
+    MULTILINGUAL_HEADS,
+    SENTENCE_HEAD_TYPES,
+    Head,
+    RoutedMultilingualHead,
+)
 from gatebench.gate.judge import LLMJudge
-from gatebench.gate.multilingual import MultilingualEncoder
+from gatebench.gate.multilingual import MultilingualEncoder, route_fingerprint
 from gatebench.gate.static_embed import StaticEmbedder
 
 if TYPE_CHECKING:
@@ -124,9 +130,12 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "multilingual": None,
         "fit_info": gate.fit_info,
     }
-    if MultilingualHead.name in gate.heads:
+    if set(MULTILINGUAL_HEADS) & set(gate.heads):
         enc = MultilingualEncoder(max_chars=gate.multilingual_chars)
-        meta["multilingual"] = {"max_chars": enc.max_chars, "fingerprint": enc.fingerprint()}
+        recorded: dict[str, Any] = {"max_chars": enc.max_chars, "fingerprint": enc.fingerprint()}
+        if RoutedMultilingualHead.name in gate.heads:
+            recorded["route"] = route_fingerprint()
+        meta["multilingual"] = recorded
     comb = gate.sentence_combiner
     if comb is not None and gate._encoder is not None:
         meta["sentence"] = {
@@ -287,6 +296,13 @@ def _check_multilingual(path: Path, recorded: dict[str, Any] | None) -> None:
             f"{path}: its multilingual head was fitted on encoder {recorded['fingerprint']!r}, "
             f"but this installation gives {here!r}; install the package version the model "
             "was trained with (the number in the fingerprint) or retrain the model"
+        )
+    route = recorded.get("route")
+    if route is not None and route != route_fingerprint():
+        raise IncompatibleModelError(
+            f"{path}: its routed multilingual head was fitted with language identifier "
+            f"{route!r}, but this installation gives {route_fingerprint()!r}; install the "
+            "identifier version the model was trained with or retrain the model"
         )
 
 

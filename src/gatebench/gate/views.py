@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from gatebench.gate._ngrams import char_ngram_counts, word_ngram_counts
 from gatebench.gate.cache import VectorCache
 from gatebench.gate.features import FEATURE_NAMES, handcrafted_features
-from gatebench.gate.multilingual import MultilingualEncoder
+from gatebench.gate.multilingual import MultilingualEncoder, route_fingerprint, routed_mask
 from gatebench.gate.static_embed import StaticEmbedder
 from gatebench.text import text_hash
 
@@ -40,7 +40,11 @@ class Views:
     #: MiniLM sentence embeddings; filled only where the deferred stage needs them.
     minilm: np.ndarray | None = None
     #: Multilingual sentence embeddings; filled only when a head reads them.
+    #: Where only routed texts are encoded, the others' rows are NaN.
     multilingual: np.ndarray | None = None
+    #: Per text, whether it is routed to the multilingual head (not English);
+    #: filled only when the routed head is among Gate's heads.
+    routed: np.ndarray | None = None
     #: :func:`text_keys` of ``texts``, computed on first use.
     keys: np.ndarray | None = None
 
@@ -63,6 +67,7 @@ class Views:
             features=self.features[idx],
             minilm=None if self.minilm is None else self.minilm[idx],
             multilingual=None if self.multilingual is None else self.multilingual[idx],
+            routed=None if self.routed is None else self.routed[idx],
             keys=None if self.keys is None else self.keys[idx],
         )
 
@@ -91,6 +96,10 @@ class Featurizer:
         ``None`` disables the cache (serving does not need it).
     multilingual : MultilingualEncoder, optional
         Fills :attr:`Views.multilingual`; left out, that view stays empty.
+    route : bool
+        Also fill :attr:`Views.routed` (:func:`~gatebench.gate.multilingual.routed_mask`).
+        Called with ``full=False``, the featurizer then encodes only the
+        routed texts, since no head reads the others' multilingual vectors.
     """
 
     def __init__(
@@ -103,9 +112,11 @@ class Featurizer:
         word_features: int = 1 << 20,
         cache_dir: Path | str | None = None,
         multilingual: MultilingualEncoder | None = None,
+        route: bool = False,
     ) -> None:
         self.embedder = embedder
         self.multilingual = multilingual
+        self.route = bool(route)
         self.char_ngrams = (int(char_ngrams[0]), int(char_ngrams[1]))
         self.word_ngrams = (int(word_ngrams[0]), int(word_ngrams[1]))
         self.char_features = int(char_features)
@@ -113,6 +124,7 @@ class Featurizer:
         self._static_cache: VectorCache | None = None
         self._feature_cache: VectorCache | None = None
         self._multilingual_cache: VectorCache | None = None
+        self._route_cache: VectorCache | None = None
         if cache_dir is not None:
             key = embedder.fingerprint()
             self._static_cache = VectorCache(cache_dir, f"static-{key}")
@@ -121,6 +133,8 @@ class Featurizer:
             )
             if multilingual is not None:
                 self._multilingual_cache = VectorCache(cache_dir, multilingual.fingerprint())
+            if route:
+                self._route_cache = VectorCache(cache_dir, f"route-{route_fingerprint()}")
 
     def static(self, texts: Sequence[str]) -> np.ndarray:
         """Static embeddings, through the cache when there is one."""
@@ -145,6 +159,17 @@ class Featurizer:
             vectors = self._multilingual_cache.get_or_compute(texts, enc.encode)
         return vectors.reshape(len(texts), enc.dims)
 
+    def routed(self, texts: Sequence[str]) -> np.ndarray | None:
+        """:func:`routed_mask` of ``texts`` (through the cache when there is one), or ``None``."""
+        if not self.route:
+            return None
+        if self._route_cache is None or not texts:
+            return routed_mask(texts)
+        flags = self._route_cache.get_or_compute(
+            texts, lambda todo: routed_mask(todo).astype(np.float32).reshape(-1, 1)
+        )
+        return flags.reshape(len(texts)) > 0.5
+
     def without_cache(self) -> Featurizer:
         """The same featurizer with no disk cache (for derived texts such as windows)."""
         return Featurizer(
@@ -154,15 +179,32 @@ class Featurizer:
             char_features=self.char_features,
             word_features=self.word_features,
             multilingual=self.multilingual,
+            route=self.route,
         )
 
-    def __call__(self, texts: Sequence[str]) -> Views:
+    def __call__(self, texts: Sequence[str], *, full: bool = True) -> Views:
+        """The views of ``texts``.
+
+        ``full=False`` (scoring) encodes only routed texts with the
+        multilingual encoder when routing is on; fitting needs every text's
+        vector, since the routed head learns from English rows too.
+        """
         texts = list(texts)
+        routed = self.routed(texts)
+        multilingual: np.ndarray | None
+        if routed is not None and not full and self.multilingual is not None:
+            multilingual = np.full((len(texts), self.multilingual.dims), np.nan, np.float32)
+            idx = np.flatnonzero(routed)
+            if idx.size:
+                multilingual[idx] = self.multilingual_vectors([texts[i] for i in idx])
+        else:
+            multilingual = self.multilingual_vectors(texts)
         return Views(
             texts=texts,
             char=char_ngram_counts(texts, self.char_ngrams, self.char_features),
             word=word_ngram_counts(texts, self.word_ngrams, self.word_features),
             static=self.static(texts).reshape(len(texts), self.embedder.dims),
             features=self.features(texts).reshape(len(texts), len(FEATURE_NAMES)),
-            multilingual=self.multilingual_vectors(texts),
+            multilingual=multilingual,
+            routed=routed,
         )

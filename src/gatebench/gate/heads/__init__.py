@@ -10,6 +10,8 @@ head              representation                              model
 ``features``      handcrafted cues and statistics             logistic regression (scaled)
 ``neighbours``    static MiniLM embedding                     k-NN similarity to train rows
 ``multilingual``  USE multilingual v3 embedding (512-d)       logistic regression
+``multilingual_   the same, read only for non-English text    logistic regression
+routed``
 ================  ==========================================  ==============================
 
 The heads differ in representation *and* model family on purpose: the
@@ -35,13 +37,14 @@ from gatebench.gate.heads.char import CharHead
 from gatebench.gate.heads.embed import EmbedHead
 from gatebench.gate.heads.handcrafted import FeatureHead
 from gatebench.gate.heads.mlp import MLPHead
-from gatebench.gate.heads.multilingual import MultilingualHead
+from gatebench.gate.heads.multilingual import MultilingualHead, RoutedMultilingualHead
 from gatebench.gate.heads.neighbours import NeighbourHead
 from gatebench.gate.heads.sentence import SentenceHead, SentenceNeighbourHead
 from gatebench.gate.heads.word import WordHead
 
 __all__ = [
     "HEAD_TYPES",
+    "MULTILINGUAL_HEADS",
     "SENTENCE_HEAD_TYPES",
     "CharHead",
     "EmbedHead",
@@ -50,6 +53,7 @@ __all__ = [
     "MLPHead",
     "MultilingualHead",
     "NeighbourHead",
+    "RoutedMultilingualHead",
     "SentenceHead",
     "SentenceNeighbourHead",
     "WordHead",
@@ -67,8 +71,11 @@ HEAD_TYPES: dict[str, type[Head]] = {
         NeighbourHead,
         MultilingualHead,
         MLPHead,
+        RoutedMultilingualHead,
     )
 }
+#: The heads that read the multilingual view.
+MULTILINGUAL_HEADS: tuple[str, ...] = (MultilingualHead.name, RoutedMultilingualHead.name)
 #: The deferred stage's extra heads, stacked after the fast ones.
 SENTENCE_HEAD_TYPES: dict[str, type[Head]] = {
     h.name: h for h in (SentenceHead, SentenceNeighbourHead)

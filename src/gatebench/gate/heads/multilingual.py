@@ -1,4 +1,4 @@
-"""The ``multilingual`` head: logistic regression on USE multilingual v3 embeddings.
+"""The ``multilingual`` heads: logistic regression on USE multilingual v3 embeddings.
 
 The one head whose representation is built to carry meaning across
 languages (:mod:`gatebench.gate.multilingual`), so that what it learns on
@@ -9,13 +9,15 @@ in an unseen script is read for what it asks rather than for its script.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, NamedTuple, Self
 
 import numpy as np
 
 from gatebench.gate.heads.embed import EmbedHead
-from gatebench.gate.multilingual import MultilingualEncoder
+from gatebench.gate.multilingual import MultilingualEncoder, routed_mask
+from gatebench.gate.views import Views
 
-__all__ = ["MultilingualHead"]
+__all__ = ["MultilingualHead", "RoutedInput", "RoutedMultilingualHead"]
 
 
 class MultilingualHead(EmbedHead):
@@ -39,3 +41,51 @@ class MultilingualHead(EmbedHead):
         if self.encoder is None:
             self.encoder = MultilingualEncoder()
         return self.encoder.encode(list(texts))
+
+
+class RoutedInput(NamedTuple):
+    """The routed head's input: every text's vector (NaN where not encoded) and its route."""
+
+    vectors: np.ndarray
+    routed: np.ndarray
+
+
+class RoutedMultilingualHead(MultilingualHead):
+    """The multilingual head, read by the combiners only for text that is not English.
+
+    Fitted on every training row, English included, so that what it learns
+    from English attacks carries to their translations. But its combiner
+    column is missing (NaN, which LightGBM routes on its own) for English
+    text: there the n-gram and static-embedding heads rank unseen sources
+    better, and an unrouted multilingual column cost never-seen English
+    injections recall (benchmarks/RESULTS.md). Serving encodes only the
+    routed texts, so English traffic pays the language check alone.
+    """
+
+    name = "multilingual_routed"
+
+    def x_of(self, views: Views) -> RoutedInput:
+        if views.multilingual is None or views.routed is None:
+            raise ValueError(
+                f"the {self.name} head needs the multilingual view and its route; "
+                "build the views with Featurizer(..., multilingual=..., route=True)"
+            )
+        return RoutedInput(views.multilingual, views.routed)
+
+    def represent(self, texts: Sequence[str]) -> RoutedInput:
+        return RoutedInput(self.embed(texts), routed_mask(texts))
+
+    def fit_x(self, x: Any, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
+        return super().fit_x(_vectors(x), y, weight)
+
+    def decision_x(self, x: Any) -> np.ndarray:
+        return super().decision_x(_vectors(x))
+
+    def meta_x(self, x: Any) -> np.ndarray:
+        decision = self.decision_x(x)
+        routed = x.routed if isinstance(x, RoutedInput) else np.ones(len(decision), dtype=bool)
+        return np.where(routed, decision, np.nan).reshape(-1, 1)
+
+
+def _vectors(x: Any) -> np.ndarray:
+    return np.asarray(x.vectors if isinstance(x, RoutedInput) else x)
