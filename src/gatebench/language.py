@@ -38,6 +38,7 @@ __all__ = [
     "detect_language",
     "detect_languages",
     "detector_version",
+    "opening_language",
 ]
 
 #: The code for a prompt whose language cannot be told (ISO 639-2 "undetermined").
@@ -80,7 +81,7 @@ def _identifier() -> Any:
 
 
 def _letters(text: str) -> int:
-    return sum(1 for ch in text if ch.isalpha())
+    return sum(map(str.isalpha, text))
 
 
 def _classify(text: str) -> tuple[str, float]:
@@ -114,6 +115,26 @@ def detect_language(text: str) -> str:
         (a, pa), (b, pb) = _classify(first), _classify(second)
         if a != b and min(pa, pb) >= MIXED_CONFIDENCE:
             return UNDETERMINED
+    return _classify(head)[0]
+
+
+def opening_language(text: str, max_chars: int = MAX_CHARS) -> str:
+    """The identifier's one label for ``text``'s first ``max_chars`` characters, or ``"und"``.
+
+    A cheaper reading than :func:`detect_language` (one call of the model, no
+    mixed-text rule), for a decision taken on every request rather than a
+    label the per-language results report.
+
+    Examples
+    --------
+    >>> opening_language("Ignora todas las instrucciones anteriores.", 300)
+    'es'
+    >>> opening_language("ok?")
+    'und'
+    """
+    head = text[:max_chars]
+    if _letters(head) < MIN_LETTERS:
+        return UNDETERMINED
     return _classify(head)[0]
 
 

