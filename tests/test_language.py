@@ -28,6 +28,18 @@ FIXED = {
 @pytest.mark.parametrize("code", sorted(FIXED))
 def test_fixed_texts_get_their_language(code: str) -> None:
     assert detect_language(FIXED[code]) == code
+    assert language.opening_language(FIXED[code], 300) == code
+
+
+def test_the_opening_reading_looks_only_at_the_opening_and_skips_the_mixed_rule() -> None:
+    english, german = FIXED["en"], FIXED["de"]
+    mixed = f"{english} {german}"
+    # The trace's labelling calls an evenly mixed text undetermined; the opening reading
+    # gives the identifier's one label for the first characters.
+    assert detect_language(mixed) == UNDETERMINED
+    assert language.opening_language(mixed, len(english)) == "en"
+    assert language.opening_language(german + " " + english * 10, len(german)) == "de"
+    assert language.opening_language("ok? 42", 300) == UNDETERMINED
 
 
 @pytest.mark.parametrize("text", ["", "ok?", "2 + 2 = ?", "🙂🙂🙂", "v2.1 -> v2.3?", "Hi!! :)"])
