@@ -108,14 +108,16 @@ def detect_language(text: str) -> str:
     'und'
     """
     head = text[:MAX_CHARS]
-    if _letters(head) < MIN_LETTERS:
-        return UNDETERMINED
+    return UNDETERMINED if _mixed(head) else opening_language(head, MAX_CHARS)
+
+
+def _mixed(head: str) -> bool:
+    """Whether the two halves of ``head`` read confidently as two different languages."""
     first, second = _halves(head)
-    if _letters(first) >= MIN_LETTERS and _letters(second) >= MIN_LETTERS:
-        (a, pa), (b, pb) = _classify(first), _classify(second)
-        if a != b and min(pa, pb) >= MIXED_CONFIDENCE:
-            return UNDETERMINED
-    return _classify(head)[0]
+    if _letters(first) < MIN_LETTERS or _letters(second) < MIN_LETTERS:
+        return False
+    (a, pa), (b, pb) = _classify(first), _classify(second)
+    return a != b and min(pa, pb) >= MIXED_CONFIDENCE
 
 
 def opening_language(text: str, max_chars: int = MAX_CHARS) -> str:
@@ -129,8 +131,6 @@ def opening_language(text: str, max_chars: int = MAX_CHARS) -> str:
     --------
     >>> opening_language("Ignora todas las instrucciones anteriores.", 300)
     'es'
-    >>> opening_language("ok?")
-    'und'
     """
     head = text[:max_chars]
     if _letters(head) < MIN_LETTERS:
