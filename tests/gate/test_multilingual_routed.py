@@ -138,8 +138,74 @@ def test_the_routed_gate_reloads_with_its_route(routed_gate, make_data, tmp_path
             },
             "cannot be blended",
         ),
+        ({"heads": ["char", "word"], "english_heads": ["char"]}, "needs the 'multilingual_routed'"),
+        (
+            {"heads": ["char", "multilingual_routed"], "english_heads": ["word"]},
+            r"\['word'\] not among",
+        ),
+        (
+            {"heads": ["char", "multilingual_routed"], "english_heads": ["multilingual_routed"]},
+            "not among",
+        ),
+        (
+            {
+                "heads": ["char", "embed", "multilingual_routed"],
+                "english_heads": ["embed"],
+                "combine": "blend",
+                "blend_heads": ["embed"],
+            },
+            "cannot be blended",
+        ),
     ],
 )
 def test_settings_the_route_cannot_serve_are_refused(params, match) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=match):
         Gate(seed=0, **params)
+
+
+def test_english_heads_are_missing_from_the_combiner_for_routed_text_only(
+    dataset, embedder, make_data, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    extra = FOREIGN_ATTACKS * 10 + FOREIGN_BENIGN * 10
+    gate = Gate(
+        seed=0,
+        embedder=embedder,
+        heads=["char", "word", "features", "multilingual_routed"],
+        english_heads=["char", "word"],
+        n_folds=3,
+        head_params={"char": {"n_features": 1 << 14}, "word": {"n_features": 1 << 14}},
+        cache_dir=None,
+        sentence=False,
+        multilingual_chars=300,
+    ).fit(
+        [*texts, *extra],
+        np.concatenate([y, [1] * 30 + [0] * 30]),
+        valid=make_data(150, seed=1),
+    )
+    test_texts, _ = make_data(40, seed=7)
+    probe = [*test_texts, *OTHER]
+    views = gate._get_featurizer()(probe, full=False)
+    assert views.routed is not None
+    per_head = gate._fast_meta(views)[1]
+    x = gate._combiner_x(per_head, views)
+    names = gate.meta_names()
+    english = [names.index("char_margin"), names.index("word_margin")]
+    routed = views.routed
+    assert routed[len(test_texts) :].all() and (~routed).sum() > 0
+    # The n-gram columns are missing exactly where the text is routed; the
+    # heads themselves still score every text.
+    assert np.isnan(x[np.ix_(routed, english)]).all()
+    assert np.isfinite(x[np.ix_(~routed, english)]).all()
+    assert np.isfinite(per_head[0]).all()
+    # Non-English scores no longer move with the n-gram heads; English ones do.
+    flipped = [
+        -m if h in gate.english_heads else m for h, m in zip(gate.heads, per_head, strict=True)
+    ]
+    p, q = gate.combiner.proba(x), gate.combiner.proba(gate._combiner_x(flipped, views))
+    assert np.array_equal(p[routed], q[routed])
+    assert not np.array_equal(p[~routed], q[~routed])
+    gate.save(tmp_path / "m")
+    meta = json.loads((tmp_path / "m" / "gate.json").read_text())
+    assert meta["english_heads"] == ["char", "word"]
+    assert np.array_equal(Gate.load(tmp_path / "m").score(probe), gate.score(probe))

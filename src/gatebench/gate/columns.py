@@ -55,13 +55,21 @@ def combiner_input(
     feature_cols: np.ndarray,
     *,
     combine: str,
+    english_heads: Sequence[str] = (),
 ) -> np.ndarray:
     """A combiner's input: head columns and meta-features, or one log-odds column per head.
 
     ``per_head`` holds each head's :meth:`Head.meta_x` columns, in the order
     of ``heads`` (the fast heads, then for the deferred combiner the MiniLM
-    heads); ``heads`` may run longer than ``per_head``.
+    heads); ``heads`` may run longer than ``per_head``. The columns of
+    ``english_heads`` are missing (NaN) for the texts ``views.routed`` marks.
     """
+    if english_heads and views.routed is not None:
+        routed = views.routed.reshape(-1, 1)
+        per_head = [
+            np.where(routed, np.nan, m) if h.name in english_heads else m
+            for h, m in zip(heads[: len(per_head)], per_head, strict=True)
+        ]
     if combine == "mean":
         cols = [
             h.logit_from_decision(h.decision_from_meta(m))

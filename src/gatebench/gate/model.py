@@ -189,6 +189,13 @@ class Gate:
         is no evidence of attack either; with ``balance_languages`` both are
         raked together (:func:`~gatebench.gate.balance.rake_weights`).
         ``fit_info["length_attack_share"]`` records each band's share.
+    english_heads : sequence of str
+        Heads whose combiner columns are read only for text the route calls
+        English (missing, NaN, for the text the ``multilingual_routed`` head
+        reads). The static MiniLM table, its neighbours and the n-gram heads
+        are fitted mostly on English; on another language their columns
+        carry that language's training mix more than what the text asks,
+        which a source never seen does not share. Needs the routed head.
     """
 
     name = "gate"
@@ -224,6 +231,7 @@ class Gate:
         hard_rows: float = 0.0,
         balance_languages: bool = True,
         balance_lengths: bool = False,
+        english_heads: Sequence[str] = (),
     ) -> None:
         check_params(
             heads=heads,
@@ -235,6 +243,7 @@ class Gate:
             balance=balance,
             stack_sources=stack_sources,
             hard_rows=hard_rows,
+            english_heads=english_heads,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -275,6 +284,7 @@ class Gate:
         self.hard_rows = float(hard_rows)
         self.balance_languages = bool(balance_languages)
         self.balance_lengths = bool(balance_lengths)
+        self.english_heads = tuple(english_heads)
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------
@@ -351,7 +361,14 @@ class Gate:
         (for the deferred combiner) the MiniLM heads'.
         """
         heads = [*self.heads.values(), *self.sentence_heads.values()]
-        return combiner_input(per_head, heads, views, self._feature_cols, combine=self.combine)
+        return combiner_input(
+            per_head,
+            heads,
+            views,
+            self._feature_cols,
+            combine=self.combine,
+            english_heads=self.english_heads,
+        )
 
     def meta_names(self, *, sentence: bool = False) -> list[str]:
         """Column names of the fast combiner's input (``sentence``: the deferred one's)."""

@@ -33,6 +33,7 @@ def check_params(
     balance: float = 0.0,
     stack_sources: bool = False,
     hard_rows: float = 0.0,
+    english_heads: Sequence[str] = (),
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -58,6 +59,23 @@ def check_params(
             )
         if routed in blend_heads:
             raise ValueError(f"blend_heads={list(blend_heads)!r}: {routed!r} cannot be blended")
+    if english_heads:
+        if routed not in heads:
+            raise ValueError(
+                f"english_heads={list(english_heads)!r} needs the {routed!r} head, whose "
+                f"route marks the non-English text; add it to heads={list(heads)!r}"
+            )
+        wrong = [h for h in english_heads if h not in heads or h == routed]
+        if wrong:
+            raise ValueError(
+                f"english_heads={list(english_heads)!r}: {wrong!r} not among the other "
+                f"heads {[h for h in heads if h != routed]!r}"
+            )
+        if set(english_heads) & set(blend_heads) and combine == "blend":
+            raise ValueError(
+                f"blend_heads={list(blend_heads)!r}: a head in english_heads has no column "
+                "for non-English text and cannot be blended"
+            )
     if not 0.0 <= band_fraction < 1.0:
         raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
     if stack_groups < 0 or stack_groups == 1:

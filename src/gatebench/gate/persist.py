@@ -122,6 +122,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "hard_rows": gate.hard_rows,
         "balance_languages": gate.balance_languages,
         "balance_lengths": gate.balance_lengths,
+        "english_heads": list(gate.english_heads),
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -250,6 +251,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         hard_rows=float(meta.get("hard_rows", 0.0)),
         balance_languages=bool(meta.get("balance_languages", False)),
         balance_lengths=bool(meta.get("balance_lengths", False)),
+        english_heads=tuple(meta.get("english_heads", ())),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache
