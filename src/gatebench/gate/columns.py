@@ -56,16 +56,22 @@ def combiner_input(
     *,
     combine: str,
     english_heads: Sequence[str] = (),
+    english_scope: str = "encoder",
 ) -> np.ndarray:
     """A combiner's input: head columns and meta-features, or one log-odds column per head.
 
     ``per_head`` holds each head's :meth:`Head.meta_x` columns, in the order
     of ``heads`` (the fast heads, then for the deferred combiner the MiniLM
     heads); ``heads`` may run longer than ``per_head``. The columns of
-    ``english_heads`` are missing (NaN) for the texts ``views.routed`` marks.
+    ``english_heads`` are missing (NaN) for the texts ``views.routed`` marks:
+    all of them (``english_scope="routed"``), or those whose language the
+    multilingual encoder reads (``"encoder"``, ``views.encoder_language``).
     """
     if english_heads and views.routed is not None:
-        routed = views.routed.reshape(-1, 1)
+        marked = views.routed
+        if english_scope == "encoder" and views.encoder_language is not None:
+            marked = marked & views.encoder_language
+        routed = marked.reshape(-1, 1)
         per_head = [
             np.where(routed, np.nan, m) if h.name in english_heads else m
             for h, m in zip(heads[: len(per_head)], per_head, strict=True)

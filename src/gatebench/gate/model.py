@@ -61,7 +61,7 @@ from gatebench.gate.training import fit_gate
 from gatebench.gate.views import Featurizer, Views
 from gatebench.served import ServeSettings
 
-__all__ = ["DEFAULT_HEADS", "STYLE_FEATURES", "Gate"]
+__all__ = ["DEFAULT_HEADS", "ENGLISH_HEADS", "STYLE_FEATURES", "Gate"]
 
 #: The heads a Gate stacks unless told otherwise (every head in :data:`HEAD_TYPES` can be named).
 #: The routed multilingual head reads non-English text by meaning rather than by script:
@@ -76,6 +76,9 @@ DEFAULT_HEADS: tuple[str, ...] = (
     "neighbours",
     "multilingual_routed",
 )
+#: The heads fitted mostly on English text (n-grams and the static MiniLM table): by default
+#: their combiner columns are read only for text the routed head's route calls English.
+ENGLISH_HEADS: tuple[str, ...] = ("char", "word", "embed", "neighbours")
 #: The service's window geometry, so a conversation scores here as it does when served.
 _WINDOWS = ServeSettings()
 
@@ -189,13 +192,21 @@ class Gate:
         is no evidence of attack either; with ``balance_languages`` both are
         raked together (:func:`~gatebench.gate.balance.rake_weights`).
         ``fit_info["length_attack_share"]`` records each band's share.
-    english_heads : sequence of str
+    english_heads : sequence of str or None
         Heads whose combiner columns are read only for text the route calls
         English (missing, NaN, for the text the ``multilingual_routed`` head
         reads). The static MiniLM table, its neighbours and the n-gram heads
         are fitted mostly on English; on another language their columns
         carry that language's training mix more than what the text asks,
         which a source never seen does not share. Needs the routed head.
+        ``None`` (default): the :data:`ENGLISH_HEADS` among ``heads`` when
+        the routed head is one of them, else none; ``()`` turns it off.
+    english_scope : {"encoder", "routed"}
+        Which routed texts lose the ``english_heads`` columns: those whose
+        opening is in a language the multilingual encoder was trained on
+        (:data:`~gatebench.gate.multilingual.ENCODER_LANGUAGES`; default), or
+        every routed text. Where the encoder does not know the language its
+        vector reads the script, and the n-gram heads are all that is left.
     """
 
     name = "gate"
@@ -231,8 +242,12 @@ class Gate:
         hard_rows: float = 0.0,
         balance_languages: bool = True,
         balance_lengths: bool = False,
-        english_heads: Sequence[str] = (),
+        english_heads: Sequence[str] | None = None,
+        english_scope: str = "encoder",
     ) -> None:
+        if english_heads is None:
+            routed = RoutedMultilingualHead.name in heads
+            english_heads = tuple(h for h in ENGLISH_HEADS if h in heads) if routed else ()
         check_params(
             heads=heads,
             meta_features=meta_features,
@@ -244,6 +259,7 @@ class Gate:
             stack_sources=stack_sources,
             hard_rows=hard_rows,
             english_heads=english_heads,
+            english_scope=english_scope,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -285,6 +301,7 @@ class Gate:
         self.balance_languages = bool(balance_languages)
         self.balance_lengths = bool(balance_lengths)
         self.english_heads = tuple(english_heads)
+        self.english_scope = english_scope
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------
@@ -368,6 +385,7 @@ class Gate:
             self._feature_cols,
             combine=self.combine,
             english_heads=self.english_heads,
+            english_scope=self.english_scope,
         )
 
     def meta_names(self, *, sentence: bool = False) -> list[str]:

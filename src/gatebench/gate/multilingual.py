@@ -101,19 +101,41 @@ ROUTE_CHARS = 300
 ROUTE_VERSION = 2
 
 
-def routed_mask(texts: Sequence[str]) -> np.ndarray:
-    """Per text, whether the routed multilingual head reads it: its opening is not English.
+#: The languages the multilingual encoder was trained on, English aside (ISO 639-1; the
+#: model card lists 16, Chinese in two scripts). On text in any other language its
+#: vectors carry the script more than the meaning.
+ENCODER_LANGUAGES = frozenset(
+    {"ar", "de", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh"}
+)
+
+
+def route_flags(texts: Sequence[str]) -> np.ndarray:
+    """Per text, whether it is routed, and whether the encoder reads its language.
 
     One call of the language identifier on the first :data:`ROUTE_CHARS`
     characters (:func:`gatebench.language.opening_language`), not the
     trace's fuller labelling: a request pays the route, and three calls on
     1,000 characters cost more than the encoder itself on the routed
-    texts. A text with too few letters to tell is routed: the encoder costs
-    little on a short text.
+    texts. A text is routed when its opening is not identified as English
+    (a text with too few letters to tell is routed: the encoder costs little
+    on a short text). The second flag marks the routed texts whose opening
+    is in one of :data:`ENCODER_LANGUAGES`.
+
+    Returns
+    -------
+    ndarray of shape (len(texts), 2), float32
+        1.0 where the flag holds, else 0.0.
     """
     from gatebench.language import opening_language
 
-    return np.array([opening_language(t, ROUTE_CHARS) != "en" for t in texts], dtype=bool)
+    codes = [opening_language(t, ROUTE_CHARS) for t in texts]
+    flags = [(code != "en", code in ENCODER_LANGUAGES) for code in codes]
+    return np.asarray(flags, dtype=np.float32).reshape(len(texts), 2)
+
+
+def routed_mask(texts: Sequence[str]) -> np.ndarray:
+    """Per text, whether the routed multilingual head reads it: its opening is not English."""
+    return route_flags(texts)[:, 0] > 0.5
 
 
 def route_fingerprint() -> str:

@@ -16,8 +16,10 @@ from gatebench.gate.heads import (
     RoutedMultilingualHead,
 )
 
-__all__ = ["META_FEATURE_SETS", "check_params"]
+__all__ = ["ENGLISH_SCOPES", "META_FEATURE_SETS", "check_params"]
 
+#: Which routed texts lose the English heads' combiner columns (see :class:`Gate`).
+ENGLISH_SCOPES = ("encoder", "routed")
 #: Which handcrafted features the fast path reads.
 META_FEATURE_SETS = ("all", "content")
 
@@ -34,6 +36,7 @@ def check_params(
     stack_sources: bool = False,
     hard_rows: float = 0.0,
     english_heads: Sequence[str] = (),
+    english_scope: str = "encoder",
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -59,6 +62,8 @@ def check_params(
             )
         if routed in blend_heads:
             raise ValueError(f"blend_heads={list(blend_heads)!r}: {routed!r} cannot be blended")
+    if english_scope not in ENGLISH_SCOPES:
+        raise ValueError(f"english_scope={english_scope!r}: choose one of {list(ENGLISH_SCOPES)}")
     if english_heads:
         if routed not in heads:
             raise ValueError(

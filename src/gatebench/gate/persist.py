@@ -47,7 +47,7 @@ from gatebench.gate.heads import (
     RoutedMultilingualHead,
 )
 from gatebench.gate.judge import LLMJudge
-from gatebench.gate.multilingual import MultilingualEncoder, route_fingerprint
+from gatebench.gate.multilingual import ENCODER_LANGUAGES, MultilingualEncoder, route_fingerprint
 from gatebench.gate.static_embed import StaticEmbedder
 
 if TYPE_CHECKING:
@@ -123,6 +123,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "balance_languages": gate.balance_languages,
         "balance_lengths": gate.balance_lengths,
         "english_heads": list(gate.english_heads),
+        "english_scope": gate.english_scope,
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -136,6 +137,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         recorded: dict[str, Any] = {"max_chars": enc.max_chars, "fingerprint": enc.fingerprint()}
         if RoutedMultilingualHead.name in gate.heads:
             recorded["route"] = route_fingerprint()
+            recorded["encoder_languages"] = sorted(ENCODER_LANGUAGES)
         meta["multilingual"] = recorded
     comb = gate.sentence_combiner
     if comb is not None and gate._encoder is not None:
@@ -252,6 +254,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         balance_languages=bool(meta.get("balance_languages", False)),
         balance_lengths=bool(meta.get("balance_lengths", False)),
         english_heads=tuple(meta.get("english_heads", ())),
+        english_scope=str(meta.get("english_scope", "routed")),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache
@@ -305,6 +308,13 @@ def _check_multilingual(path: Path, recorded: dict[str, Any] | None) -> None:
             f"{path}: its routed multilingual head was fitted with language identifier "
             f"{route!r}, but this installation gives {route_fingerprint()!r}; install the "
             "identifier version the model was trained with or retrain the model"
+        )
+    languages = recorded.get("encoder_languages")
+    if languages is not None and languages != sorted(ENCODER_LANGUAGES):
+        raise IncompatibleModelError(
+            f"{path}: its combiner was fitted with the multilingual encoder's languages "
+            f"{languages!r}, but this installation lists {sorted(ENCODER_LANGUAGES)!r}; "
+            "install the gatebench version the model was trained with or retrain the model"
         )
 
 

@@ -9,6 +9,7 @@ the cross-fit cheap: no text is featurised twice within a fit.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,12 @@ import scipy.sparse as sp
 from gatebench.gate._ngrams import char_ngram_counts, word_ngram_counts
 from gatebench.gate.cache import VectorCache
 from gatebench.gate.features import FEATURE_NAMES, handcrafted_features
-from gatebench.gate.multilingual import MultilingualEncoder, route_fingerprint, routed_mask
+from gatebench.gate.multilingual import (
+    ENCODER_LANGUAGES,
+    MultilingualEncoder,
+    route_fingerprint,
+    route_flags,
+)
 from gatebench.gate.static_embed import StaticEmbedder
 from gatebench.text import text_hash
 
@@ -45,6 +51,9 @@ class Views:
     #: Per text, whether it is routed to the multilingual head (not English);
     #: filled only when the routed head is among Gate's heads.
     routed: np.ndarray | None = None
+    #: Per text, whether it is routed and in a language the multilingual encoder
+    #: reads (:data:`~gatebench.gate.multilingual.ENCODER_LANGUAGES`); filled with ``routed``.
+    encoder_language: np.ndarray | None = None
     #: :func:`text_keys` of ``texts``, computed on first use.
     keys: np.ndarray | None = None
 
@@ -68,6 +77,7 @@ class Views:
             minilm=None if self.minilm is None else self.minilm[idx],
             multilingual=None if self.multilingual is None else self.multilingual[idx],
             routed=None if self.routed is None else self.routed[idx],
+            encoder_language=None if self.encoder_language is None else self.encoder_language[idx],
             keys=None if self.keys is None else self.keys[idx],
         )
 
@@ -97,7 +107,8 @@ class Featurizer:
     multilingual : MultilingualEncoder, optional
         Fills :attr:`Views.multilingual`; left out, that view stays empty.
     route : bool
-        Also fill :attr:`Views.routed` (:func:`~gatebench.gate.multilingual.routed_mask`).
+        Also fill :attr:`Views.routed` and :attr:`Views.encoder_language`
+        (:func:`~gatebench.gate.multilingual.route_flags`).
         Called with ``full=False``, the featurizer then encodes only the
         routed texts, since no head reads the others' multilingual vectors.
     """
@@ -134,7 +145,9 @@ class Featurizer:
             if multilingual is not None:
                 self._multilingual_cache = VectorCache(cache_dir, multilingual.fingerprint())
             if route:
-                self._route_cache = VectorCache(cache_dir, f"route-{route_fingerprint()}")
+                langs = ",".join(sorted(ENCODER_LANGUAGES))
+                key = hashlib.sha256(langs.encode()).hexdigest()[:8]
+                self._route_cache = VectorCache(cache_dir, f"route-{route_fingerprint()}-{key}")
 
     def static(self, texts: Sequence[str]) -> np.ndarray:
         """Static embeddings, through the cache when there is one."""
@@ -159,16 +172,13 @@ class Featurizer:
             vectors = self._multilingual_cache.get_or_compute(texts, enc.encode)
         return vectors.reshape(len(texts), enc.dims)
 
-    def routed(self, texts: Sequence[str]) -> np.ndarray | None:
-        """:func:`routed_mask` of ``texts`` (through the cache when there is one), or ``None``."""
+    def route_flags(self, texts: Sequence[str]) -> np.ndarray | None:
+        """:func:`~gatebench.gate.multilingual.route_flags` of ``texts`` (cached), or ``None``."""
         if not self.route:
             return None
         if self._route_cache is None or not texts:
-            return routed_mask(texts)
-        flags = self._route_cache.get_or_compute(
-            texts, lambda todo: routed_mask(todo).astype(np.float32).reshape(-1, 1)
-        )
-        return flags.reshape(len(texts)) > 0.5
+            return route_flags(texts)
+        return self._route_cache.get_or_compute(texts, route_flags).reshape(len(texts), 2)
 
     def without_cache(self) -> Featurizer:
         """The same featurizer with no disk cache (for derived texts such as windows)."""
@@ -190,7 +200,8 @@ class Featurizer:
         vector, since the routed head learns from English rows too.
         """
         texts = list(texts)
-        routed = self.routed(texts)
+        flags = self.route_flags(texts)
+        routed = None if flags is None else flags[:, 0] > 0.5
         multilingual: np.ndarray | None
         if routed is not None and not full and self.multilingual is not None:
             multilingual = np.full((len(texts), self.multilingual.dims), np.nan, np.float32)
@@ -207,4 +218,5 @@ class Featurizer:
             features=self.features(texts).reshape(len(texts), len(FEATURE_NAMES)),
             multilingual=multilingual,
             routed=routed,
+            encoder_language=None if flags is None else flags[:, 1] > 0.5,
         )
