@@ -68,12 +68,11 @@ def combiner_input(
     multilingual encoder reads (``"encoder"``, ``views.encoder_language``).
     """
     if english_heads and views.routed is not None:
-        marked = views.routed
-        if english_scope == "encoder" and views.encoder_language is not None:
-            marked = marked & views.encoder_language
-        routed = marked.reshape(-1, 1)
+        # ``encoder_language`` only marks routed texts, so it is the narrower mask.
+        narrow = views.encoder_language if english_scope == "encoder" else None
+        marked = (views.routed if narrow is None else narrow).reshape(-1, 1)
         per_head = [
-            np.where(routed, np.nan, m) if h.name in english_heads else m
+            np.where(marked, np.nan, m) if h.name in english_heads else m
             for h, m in zip(heads[: len(per_head)], per_head, strict=True)
         ]
     if combine == "mean":

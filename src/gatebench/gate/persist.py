@@ -137,7 +137,9 @@ def save_gate(gate: Gate, path: Path) -> Path:
         recorded: dict[str, Any] = {"max_chars": enc.max_chars, "fingerprint": enc.fingerprint()}
         if RoutedMultilingualHead.name in gate.heads:
             recorded["route"] = route_fingerprint()
-            recorded["encoder_languages"] = sorted(ENCODER_LANGUAGES)
+            # Only a combiner that masks by the encoder's languages depends on the list.
+            if gate.english_heads and gate.english_scope == "encoder":
+                recorded["encoder_languages"] = sorted(ENCODER_LANGUAGES)
         meta["multilingual"] = recorded
     comb = gate.sentence_combiner
     if comb is not None and gate._encoder is not None:
