@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -251,3 +252,61 @@ def test_by_default_the_english_heads_are_those_of_the_stack_when_it_routes() ->
     # Without the route there is nothing to mark, and ``()`` turns it off.
     assert Gate(seed=0, heads=["char", "word"]).english_heads == ()
     assert Gate(seed=0, english_heads=()).english_heads == ()
+
+
+def test_read_as_routed_takes_the_english_columns_and_gives_the_routed_margin() -> None:
+    from gatebench.gate.columns import column_names, feature_columns, read_as_routed
+
+    heads = ["char", "neighbours", "features", "multilingual_routed"]
+    names = column_names(heads, feature_columns("content"), combine="trees")
+    x = np.arange(3 * len(names), dtype=np.float64).reshape(3, len(names))
+    x[:, names.index("multilingual_routed_margin")] = np.nan  # English rows: not routed
+    out = read_as_routed(x, names, ["char", "neighbours"], np.array([0.5, -1.0, 2.0]))
+    gone = ["char_margin", "neighbours_att_max", "neighbours_att_topk"]
+    gone += ["neighbours_ben_max", "neighbours_ben_topk"]
+    kept = [i for i, n in enumerate(names) if n not in gone and not n.startswith("multilingual")]
+    assert np.isnan(out[:, [names.index(n) for n in gone]]).all()
+    assert out[:, names.index("multilingual_routed_margin")].tolist() == [0.5, -1.0, 2.0]
+    assert np.array_equal(out[:, kept], x[:, kept])
+    assert np.isnan(x[:, names.index("multilingual_routed_margin")]).all()  # input untouched
+
+
+def test_routed_copies_add_each_english_training_row_once_and_reload(
+    dataset, embedder, make_data, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    extra = FOREIGN_ATTACKS * 10 + FOREIGN_BENIGN * 10
+    train = [*texts, *extra]
+    settings: dict[str, Any] = {
+        "seed": 0,
+        "embedder": embedder,
+        "heads": ["char", "word", "features", "multilingual_routed"],
+        "english_heads": ["char", "word"],
+        "n_folds": 3,
+        "head_params": {"char": {"n_features": 1 << 14}, "word": {"n_features": 1 << 14}},
+        "cache_dir": None,
+        "sentence": False,
+        "multilingual_chars": 300,
+    }
+    labels = np.concatenate([y, [1] * 30 + [0] * 30])
+    valid = make_data(150, seed=1)
+    gate = Gate(**settings, routed_copies=True).fit(train, labels, valid=valid)
+    plain = Gate(**settings).fit(train, labels, valid=valid)
+    english = int((~routed_mask(train)).sum())
+    assert 0 < english < len(train)
+    assert gate.fit_info["routed_copies"] == english
+    assert plain.fit_info["routed_copies"] == 0
+    probe = [*make_data(40, seed=7)[0], *FOREIGN_ATTACKS, *FOREIGN_BENIGN]
+    p = gate.score(probe)
+    assert not np.array_equal(p, plain.score(probe))  # the combiner learned from the copies
+    gate.save(tmp_path / "m")
+    assert json.loads((tmp_path / "m" / "gate.json").read_text())["routed_copies"] is True
+    again = Gate.load(tmp_path / "m")
+    assert again.routed_copies and np.array_equal(again.score(probe), p)
+
+
+def test_routed_copies_need_the_english_heads() -> None:
+    with pytest.raises(ValueError, match=r"routed_copies=true .* needs english_heads"):
+        Gate(seed=0, heads=["char", "word"], routed_copies=True)
+    with pytest.raises(ValueError, match="needs english_heads"):
+        Gate(seed=0, english_heads=(), routed_copies=True)

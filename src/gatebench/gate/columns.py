@@ -13,10 +13,21 @@ from collections.abc import Sequence
 import numpy as np
 
 from gatebench.gate.features import FEATURE_NAMES, STYLE_FEATURES
-from gatebench.gate.heads import Head, NeighbourHead, SentenceNeighbourHead
+from gatebench.gate.heads import (
+    Head,
+    NeighbourHead,
+    RoutedMultilingualHead,
+    SentenceNeighbourHead,
+)
 from gatebench.gate.views import Views
 
-__all__ = ["column_direction", "column_names", "combiner_input", "feature_columns"]
+__all__ = [
+    "column_direction",
+    "column_names",
+    "combiner_input",
+    "feature_columns",
+    "read_as_routed",
+]
 
 _NEIGHBOUR_HEADS = (NeighbourHead.name, SentenceNeighbourHead.name)
 
@@ -83,3 +94,22 @@ def combiner_input(
         return np.column_stack(cols).astype(np.float64)
     features = views.features[:, feature_cols]
     return np.column_stack([*per_head, features]).astype(np.float64)
+
+
+def read_as_routed(
+    x: np.ndarray, names: Sequence[str], english_heads: Sequence[str], routed_margin: np.ndarray
+) -> np.ndarray:
+    """Combiner rows of English text as they would read had the route taken them.
+
+    The ``english_heads`` columns go missing and the routed head's column
+    takes ``routed_margin`` (its margin on these texts), which is how the
+    combiners see text in a language the multilingual encoder reads. Trees
+    fitted on such copies learn that branch from the English training rows,
+    read through the encoder, and not only from the narrow non-English
+    training mix (mostly translated harmful requests and maths).
+    """
+    missing = set(column_names(english_heads, np.zeros(len(FEATURE_NAMES), bool), combine="trees"))
+    out = np.array(x, dtype=np.float64, copy=True)
+    out[:, [i for i, n in enumerate(names) if n in missing]] = np.nan
+    out[:, list(names).index(f"{RoutedMultilingualHead.name}_margin")] = routed_margin
+    return out

@@ -207,6 +207,13 @@ class Gate:
         (:data:`~gatebench.gate.multilingual.ENCODER_LANGUAGES`; default), or
         every routed text. Where the encoder does not know the language its
         vector reads the script, and the n-gram heads are all that is left.
+    routed_copies : bool
+        Fit the combiners on every English training row twice: as it is,
+        and as the route would read it in a language the encoder knows (the
+        ``english_heads`` columns missing, the routed head's margin present).
+        The trees then learn what to make of the multilingual column alone
+        from the whole training set, read through the encoder, and not only
+        from the non-English training text. Needs ``english_heads``.
     """
 
     name = "gate"
@@ -244,6 +251,7 @@ class Gate:
         balance_lengths: bool = False,
         english_heads: Sequence[str] | None = None,
         english_scope: str = "encoder",
+        routed_copies: bool = False,
     ) -> None:
         if english_heads is None:
             routed = RoutedMultilingualHead.name in heads
@@ -260,6 +268,7 @@ class Gate:
             hard_rows=hard_rows,
             english_heads=english_heads,
             english_scope=english_scope,
+            routed_copies=routed_copies,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -302,6 +311,7 @@ class Gate:
         self.balance_lengths = bool(balance_lengths)
         self.english_heads = tuple(english_heads)
         self.english_scope = english_scope
+        self.routed_copies = bool(routed_copies)
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------

@@ -37,6 +37,7 @@ def check_params(
     hard_rows: float = 0.0,
     english_heads: Sequence[str] = (),
     english_scope: str = "encoder",
+    routed_copies: bool = False,
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -81,6 +82,12 @@ def check_params(
                 f"blend_heads={list(blend_heads)!r}: a head in english_heads has no column "
                 "for non-English text and cannot be blended"
             )
+    if routed_copies and not english_heads:
+        raise ValueError(
+            "routed_copies=true reads English rows as routed text without the English "
+            f"heads' columns, so it needs english_heads; heads={list(heads)!r} has none "
+            f"(add {routed!r}, or leave routed_copies off)"
+        )
     if not 0.0 <= band_fraction < 1.0:
         raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")
     if stack_groups < 0 or stack_groups == 1:

@@ -21,10 +21,10 @@ from gatebench.gate.balance import (
     length_buckets,
     rake_weights,
 )
-from gatebench.gate.columns import column_direction
+from gatebench.gate.columns import column_direction, read_as_routed
 from gatebench.gate.combiner import Blend, Combiner, HeadMean, cross_fit, head_weight
 from gatebench.gate.features import escalation_cues
-from gatebench.gate.heads import Head, sigmoid
+from gatebench.gate.heads import Head, RoutedMultilingualHead, sigmoid
 from gatebench.gate.heads.base import Valid
 from gatebench.gate.views import Views
 
@@ -146,16 +146,15 @@ def fit_gate(
 
     # One grouping per fit: the fast and MiniLM heads are cross-fitted on the same folds.
     groups = inner_groups(gate, views, src)
-    heads, oof_meta = _stack(gate, gate._make_heads, views, y, groups, weight)
+    heads, oof_meta, oof_dec = _stack(gate, gate._make_heads, views, y, groups, weight)
     t_cross = time.perf_counter()
     gate.heads = {h.name: h for h in heads}
     v_meta = [h.meta_x(h.x_of(v_views)) for h in heads]
+    x, y_x, w_x = _routed_copies(
+        gate, gate._combiner_x(oof_meta, views), False, views, y, weight, oof_dec
+    )
     gate.combiner = _new_combiner(gate, sentence=False).fit(
-        gate._combiner_x(oof_meta, views),
-        y,
-        gate._combiner_x(v_meta, v_views),
-        v_y,
-        weight=weight,
+        x, y_x, gate._combiner_x(v_meta, v_views), v_y, weight=w_x
     )
     t_comb = time.perf_counter()
 
@@ -163,7 +162,9 @@ def fit_gate(
     p_base = p_valid
     t_sent = time.perf_counter()
     if gate.sentence:
-        p_base = _fit_sentence(gate, views, y, v_views, v_y, oof_meta, v_meta, groups, weight)
+        p_base = _fit_sentence(
+            gate, views, y, v_views, v_y, (oof_meta, oof_dec), v_meta, groups, weight
+        )
     t_sent = time.perf_counter() - t_sent
     _set_head_thresholds(gate, v_views, v_y)
     _fit_cascade(gate, v_texts, v_views, v_y, p_valid, p_base)
@@ -172,6 +173,7 @@ def fit_gate(
         "n_train": len(texts),
         "n_valid": len(v_texts),
         "weighted": weight is not None,
+        "routed_copies": len(y_x) - len(y),
         **shares,
         "best_iteration": gate.combiner.best_iteration,
         "band": list(gate.band),
@@ -245,7 +247,7 @@ def _stack(
     y: np.ndarray,
     groups: np.ndarray | None,
     weight: np.ndarray | None = None,
-) -> tuple[list[Head], list[np.ndarray]]:
+) -> tuple[list[Head], list[np.ndarray], np.ndarray]:
     """Cross-fit ``make()``'s heads, then fit each on every row (rows weighted by ``weight``).
 
     With Gate's ``hard_rows`` the cross-fit runs twice: the first gives each
@@ -254,7 +256,8 @@ def _stack(
     fitted as the served ones are.
 
     Returns the fitted heads (Platt-calibrated on their out-of-fold
-    margins) and the out-of-fold combiner columns of every head.
+    margins), the out-of-fold combiner columns of every head, and the
+    out-of-fold margins (rows by heads).
     """
 
     def inner(w: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray]:
@@ -270,7 +273,35 @@ def _stack(
     for j, head in enumerate(heads):
         head.fit_x(head.x_of(views), y, None if weight is None else head_weight(weight, j))
         head.calibrate(oof_dec[:, j], y)
-    return heads, oof_meta
+    return heads, oof_meta, oof_dec
+
+
+def _routed_copies(
+    gate: Gate,
+    x: np.ndarray,
+    sentence: bool,
+    views: Views,
+    y: np.ndarray,
+    weight: np.ndarray | None,
+    oof_dec: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """A combiner's training rows, plus (``routed_copies``) its English rows read as routed.
+
+    Each copy is an English training row with the ``english_heads`` columns
+    missing and the routed head's out-of-fold margin in its column
+    (:func:`~gatebench.gate.columns.read_as_routed`), with the row's label
+    and weight. Without them the trees learn what to make of the
+    multilingual column alone from the non-English training text only.
+    """
+    if not gate.routed_copies or views.routed is None:
+        return x, y, weight
+    rows = np.flatnonzero(np.asarray(views.routed) == 0)
+    j = list(gate.head_names).index(RoutedMultilingualHead.name)
+    copies = read_as_routed(
+        x[rows], gate.meta_names(sentence=sentence), gate.english_heads, oof_dec[rows, j]
+    )
+    w = None if weight is None else np.concatenate([weight, weight[rows]])
+    return np.vstack([x, copies]), np.concatenate([y, y[rows]]), w
 
 
 def _fit_sentence(
@@ -279,7 +310,7 @@ def _fit_sentence(
     y: np.ndarray,
     v_views: Views,
     v_y: np.ndarray,
-    oof_meta: list[np.ndarray],
+    oof: tuple[list[np.ndarray], np.ndarray],
     v_meta: list[np.ndarray],
     groups: np.ndarray | None,
     weight: np.ndarray | None = None,
@@ -292,15 +323,15 @@ def _fit_sentence(
     """
     gate._sentence_views(views)
     gate._sentence_views(v_views)
-    heads, s_oof = _stack(gate, gate._make_sentence_heads, views, y, groups, weight)
+    oof_meta, oof_dec = oof
+    heads, s_oof, _ = _stack(gate, gate._make_sentence_heads, views, y, groups, weight)
     gate.sentence_heads = {h.name: h for h in heads}
     v_s = [h.meta_x(h.x_of(v_views)) for h in heads]
+    x, y_x, w_x = _routed_copies(
+        gate, gate._combiner_x([*oof_meta, *s_oof], views), True, views, y, weight, oof_dec
+    )
     gate.sentence_combiner = _new_combiner(gate, sentence=True).fit(
-        gate._combiner_x([*oof_meta, *s_oof], views),
-        y,
-        gate._combiner_x([*v_meta, *v_s], v_views),
-        v_y,
-        weight=weight,
+        x, y_x, gate._combiner_x([*v_meta, *v_s], v_views), v_y, weight=w_x
     )
     return gate.sentence_combiner.proba(gate._combiner_x([*v_meta, *v_s], v_views))
 
