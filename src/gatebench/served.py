@@ -181,8 +181,15 @@ class ServedModel:
 
 
 def served_model(model_dir: Path, settings: ServeSettings | None = None) -> ServedModel:
-    """Load a ``gatebench train`` directory as a :class:`ServedModel` (chunking included)."""
+    """Load a ``gatebench train`` directory as a :class:`ServedModel` (chunking included).
+
+    A detector that loads parts lazily (Gate's multilingual encoder) is warmed
+    here, so that the service's first request of that kind does not wait.
+    """
     loaded = load_model(model_dir)
+    warm = getattr(loaded.detector, "warm", None)
+    if callable(warm):
+        warm()
     info = {
         "model_version": str(
             loaded.meta.get("environment", {}).get("packages", {}).get("gatebench")

@@ -310,3 +310,15 @@ def test_routed_copies_need_the_english_heads() -> None:
         Gate(seed=0, heads=["char", "word"], routed_copies=True)
     with pytest.raises(ValueError, match="needs english_heads"):
         Gate(seed=0, english_heads=(), routed_copies=True)
+
+
+def test_warm_loads_the_encoder_now_and_changes_no_score(routed_gate, make_data, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    routed_gate.save(tmp_path / "m")
+    gate = Gate.load(tmp_path / "m")
+    encoder = gate._get_featurizer().multilingual
+    assert encoder is not None and encoder._model is None  # lazy until a text needs it
+    assert gate.warm() is gate
+    assert encoder._model is not None
+    assert gate.stats["requests"] == 0
+    probe = [*make_data(20, seed=3)[0], *FOREIGN_ATTACKS]
+    assert np.array_equal(gate.score(probe), routed_gate.score(probe))

@@ -212,3 +212,16 @@ def test_head_split_within_the_deadline_is_served(strict: ServerThread) -> None:
         sock.settimeout(10)
         reply = sock.recv(65536)
     assert _status(reply) == 200 and b'"decision":"block"' in reply
+
+
+def test_the_service_warms_its_detector_when_it_loads(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from types import SimpleNamespace
+
+    import gatebench.served as served
+
+    calls: list[str] = []
+    detector = SimpleNamespace(warm=lambda: calls.append("warm"), score=None, head_names=[])
+    loaded = SimpleNamespace(detector=detector, threshold=0.5, meta={})
+    monkeypatch.setattr(served, "load_model", lambda path: loaded)
+    model = served.served_model(tmp_path)
+    assert calls == ["warm"] and model.threshold == 0.5

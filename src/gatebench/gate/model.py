@@ -563,6 +563,22 @@ class Gate:
         """Zero the exit and latency counters."""
         self.stats = new_stats()
 
+    def warm(self) -> Self:
+        """Load now what the first scoring call would load: the route's identifier and encoder.
+
+        Both load lazily, so that a caller who never scores non-English text
+        never pays for the multilingual encoder (about two seconds to load on
+        two cores). A service calls this at start instead, so that its first
+        non-English request is not the one that waits. Scores and counters
+        are untouched.
+        """
+        self._check_fitted()
+        feat = self._get_featurizer()
+        feat.route_flags(["warm"])
+        if feat.multilingual is not None:
+            feat.multilingual.encode(["warm"])
+        return self
+
     # -- persistence -------------------------------------------------------------------
     def save(self, path: Path | str, *, trace_id: str | None = None) -> Path:
         """Write the model directory (see :mod:`gatebench.gate.persist`)."""
