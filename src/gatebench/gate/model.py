@@ -567,7 +567,7 @@ class Gate:
         """Load now what the first scoring call would load: the route's identifier and encoder.
 
         Both load lazily, so that a caller who never scores non-English text
-        never pays for the multilingual encoder (about two seconds to load on
+        never pays for the multilingual encoder (about a second to load on
         two cores). A service calls this at start instead, so that its first
         non-English request is not the one that waits. Scores and counters
         are untouched.
