@@ -106,6 +106,39 @@ def test_neighbour_bank_entry_never_votes_for_its_own_text(dataset, embedder) ->
     np.testing.assert_array_equal(cols(again, texts[:5]), cols(head, texts[:5]))
 
 
+def test_neighbour_head_searches_the_leading_directions(dataset, embedder) -> None:  # type: ignore[no-untyped-def]
+    from sklearn.decomposition import TruncatedSVD
+
+    texts, y = dataset
+    full = NeighbourHead(k=3, embedder=embedder).fit(texts, y)
+    width = full.attacks.shape[1]
+    dims = width // 2
+    head = NeighbourHead(k=3, dims=dims, embedder=embedder).fit(texts, y)
+    p = head.projection
+    assert p is not None and p.shape == (width, dims)
+    # The same subspace as an uncentred truncated SVD of the training vectors.
+    emb = np.asarray(head.embed(texts), np.float64)
+    svd = TruncatedSVD(n_components=dims, algorithm="arpack", random_state=0).fit(emb)
+    np.testing.assert_allclose(p @ p.T, svd.components_.T @ svd.components_, atol=1e-3)
+    # Narrow banks of unit rows (cosine), and columns that track the full search.
+    assert head.attacks.shape[1] == head.benign.shape[1] == dims
+    np.testing.assert_allclose(np.linalg.norm(head.benign, axis=1), 1.0, atol=2e-3)
+    probe = texts[:60]
+    a, b = head.meta_x(head.represent(probe)), full.meta_x(full.represent(probe))
+    assert np.corrcoef(a[:, 0] - a[:, 2], b[:, 0] - b[:, 2])[0, 1] > 0.9
+    assert not np.allclose(a, b)
+    # The projection is part of the fitted state: a reload scores the same.
+    again = NeighbourHead.from_state(head.get_state())
+    again.embedder = embedder
+    np.testing.assert_array_equal(again.meta_x(again.represent(probe)), a)
+    # As wide as the input or wider: no projection, the full search.
+    wide = NeighbourHead(k=3, dims=width, embedder=embedder).fit(texts, y)
+    assert wide.projection is None and "projection" not in wide.get_state()
+    np.testing.assert_array_equal(wide.meta_x(wide.represent(probe)), b)
+    with pytest.raises(ValueError, match="dims=-1"):
+        NeighbourHead(dims=-1)
+
+
 def test_state_without_a_later_setting_takes_its_default(dataset) -> None:  # type: ignore[no-untyped-def]
     from gatebench.gate.heads import FeatureHead
 
