@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -93,12 +94,21 @@ def _default_model(trace_id: str, params: dict) -> Path:
     import inspect
 
     from gatebench.gate import Gate
+    from gatebench.gate.heads import HEAD_TYPES
 
-    defaults = {
-        k: repr(v.default)
-        for k, v in inspect.signature(Gate.__init__).parameters.items()
-        if v.default is not inspect.Parameter.empty
-    }
+    def signature_defaults(fn: Any) -> dict[str, str]:
+        return {
+            k: repr(v.default)
+            for k, v in inspect.signature(fn).parameters.items()
+            if v.default is not inspect.Parameter.empty
+        }
+
+    defaults: dict[str, Any] = signature_defaults(Gate.__init__)
+    # A head's own defaults (its constructor's, and class-level ones such as
+    # the neighbour bank's width) shape the model as much as Gate's do.
+    for name, cls in sorted(HEAD_TYPES.items()):
+        own = {k: repr(v) for k, v in vars(cls).items() if k.startswith("default_")}
+        defaults[f"head:{name}"] = signature_defaults(cls.__init__) | own
     blob = json.dumps([trace_id, params, defaults], sort_keys=True)
     return DEFAULT_MODEL.with_name(
         f"{DEFAULT_MODEL.name}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"

@@ -85,12 +85,13 @@ class NeighbourHead(EmbeddingInput, Head):
         Unused (exact search); kept for the protocol.
     k : int
         Neighbours averaged per class.
-    dims : int
+    dims : int, optional
         Search in the first ``dims`` principal directions of the training
-        texts (0: every dimension). One request reads both banks whole; at
-        256 dimensions the benign bank outgrows a server's last-level cache
-        and the product is bound by memory, so a narrower bank is the
-        difference between a fraction of a millisecond and several.
+        texts (0: every dimension; default :attr:`default_dims`). One request
+        reads both banks whole; at 256 dimensions the benign bank outgrows a
+        server's last-level cache and the product is bound by memory, so a
+        narrower bank is the difference between a fraction of a millisecond
+        and several. At 128 the held-out sources read as at 256.
     embedder : StaticEmbedder, optional
         Needed only for standalone ``fit``/``score``.
     """
@@ -98,16 +99,20 @@ class NeighbourHead(EmbeddingInput, Head):
     name = "neighbours"
     view = "static"
     settings = ("seed", "k", "dims")
+    #: 128 of the static table's 256 dimensions keep 93% of the banks' squared length,
+    #: and LODO and leave-one-family-out read as at 256 (benchmarks/RESULTS.md).
+    default_dims = 128
 
     def __init__(
         self,
         *,
         seed: int = 0,
         k: int = 5,
-        dims: int = 0,
+        dims: int | None = None,
         embedder: StaticEmbedder | None = None,
     ):
         super().__init__(seed=seed)
+        dims = self.default_dims if dims is None else dims
         if int(dims) < 0:
             raise ValueError(
                 f"{self.name}: dims={dims} is negative; pass 0 (every dimension) or more"
@@ -217,4 +222,6 @@ class NeighbourHead(EmbeddingInput, Head):
         self.benign_keys = np.asarray(state["benign_keys"], dtype=np.uint64)
         projection = state.get("projection")
         self.projection = None if projection is None else np.asarray(projection, np.float32)
+        # A model saved before the setting existed searched every dimension.
+        self.dims = 0 if self.projection is None else self.projection.shape[1]
         self._where = None

@@ -48,3 +48,5 @@ class SentenceNeighbourHead(_SentenceInput, NeighbourHead):
 
     name = "minilm_neighbours"
     view = "minilm"
+    #: Deferred rows only, and never measured narrower: every MiniLM dimension.
+    default_dims = 0
