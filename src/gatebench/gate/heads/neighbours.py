@@ -91,7 +91,8 @@ class NeighbourHead(EmbeddingInput, Head):
         reads both banks whole; at 256 dimensions the benign bank outgrows a
         server's last-level cache and the product is bound by memory, so a
         narrower bank is the difference between a fraction of a millisecond
-        and several. At 128 the held-out sources read as at 256.
+        and several. At 128, sources held out whole read within a draw's
+        spread of 256.
     embedder : StaticEmbedder, optional
         Needed only for standalone ``fit``/``score``.
     """
@@ -100,7 +101,7 @@ class NeighbourHead(EmbeddingInput, Head):
     view = "static"
     settings = ("seed", "k", "dims")
     #: 128 of the static table's 256 dimensions keep 93% of the banks' squared length,
-    #: and LODO and leave-one-family-out read as at 256 (benchmarks/RESULTS.md).
+    #: and LODO reads 0.668 against 0.669 at 256 (benchmarks/RESULTS.md).
     default_dims = 128
 
     def __init__(
