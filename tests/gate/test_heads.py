@@ -110,7 +110,7 @@ def test_neighbour_head_searches_the_leading_directions(dataset, embedder) -> No
     from sklearn.decomposition import TruncatedSVD
 
     texts, y = dataset
-    full = NeighbourHead(k=3, embedder=embedder).fit(texts, y)
+    full = NeighbourHead(k=3, dims=0, embedder=embedder).fit(texts, y)
     width = full.attacks.shape[1]
     dims = width // 2
     head = NeighbourHead(k=3, dims=dims, embedder=embedder).fit(texts, y)
@@ -137,6 +137,12 @@ def test_neighbour_head_searches_the_leading_directions(dataset, embedder) -> No
     np.testing.assert_array_equal(wide.meta_x(wide.represent(probe)), b)
     with pytest.raises(ValueError, match="dims=-1"):
         NeighbourHead(dims=-1)
+    # A model saved before the setting existed (no dims, no projection) searches every dimension.
+    old = {k: v for k, v in full.get_state().items() if k != "dims"}
+    before = NeighbourHead.from_state(old)
+    before.embedder = embedder
+    assert before.dims == 0 and before.projection is None
+    np.testing.assert_array_equal(before.meta_x(before.represent(probe)), b)
 
 
 def test_state_without_a_later_setting_takes_its_default(dataset) -> None:  # type: ignore[no-untyped-def]
