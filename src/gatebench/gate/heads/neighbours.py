@@ -57,7 +57,8 @@ def _principal_directions(emb: np.ndarray, dims: int) -> np.ndarray | None:
     """
     if dims == 0 or dims >= emb.shape[1] or not len(emb):
         return None
-    gram = emb.astype(np.float64).T @ emb.astype(np.float64)
+    wide = emb.astype(np.float64)
+    gram = wide.T @ wide
     _, vectors = np.linalg.eigh(gram)  # ascending eigenvalues
     return np.ascontiguousarray(vectors[:, ::-1][:, :dims], dtype=np.float32)
 
