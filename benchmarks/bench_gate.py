@@ -94,7 +94,7 @@ def _default_model(trace_id: str, params: dict) -> Path:
     import inspect
 
     from gatebench.gate import Gate
-    from gatebench.gate.heads import HEAD_TYPES
+    from gatebench.gate.heads import HEAD_TYPES, SENTENCE_HEAD_TYPES
 
     def signature_defaults(fn: Any) -> dict[str, str]:
         return {
@@ -105,9 +105,10 @@ def _default_model(trace_id: str, params: dict) -> Path:
 
     defaults: dict[str, Any] = signature_defaults(Gate.__init__)
     # A head's own defaults (its constructor's, and class-level ones such as
-    # the neighbour bank's width) shape the model as much as Gate's do.
-    for name, cls in sorted(HEAD_TYPES.items()):
-        own = {k: repr(v) for k, v in vars(cls).items() if k.startswith("default_")}
+    # the neighbour bank's width, inherited or not) shape the model as much as
+    # Gate's do; the deferred stage's heads are part of every default model.
+    for name, cls in sorted((HEAD_TYPES | SENTENCE_HEAD_TYPES).items()):
+        own = {k: repr(getattr(cls, k)) for k in dir(cls) if k.startswith("default_")}
         defaults[f"head:{name}"] = signature_defaults(cls.__init__) | own
     blob = json.dumps([trace_id, params, defaults], sort_keys=True)
     return DEFAULT_MODEL.with_name(
