@@ -36,6 +36,49 @@ def test_tfidf_rows_are_unit_norm() -> None:
     assert np.allclose(norms, [1.0, 1.0, 0.0], atol=1e-6)
 
 
+def test_char_counts_match_scipys_own_build() -> None:
+    import scipy.sparse as sp
+
+    from gatebench.gate._ngrams import _DIRECT_MAX_PAIRS, _count_matrix
+
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, 40, 5000)
+    rows[rows == 3] = 4  # an empty row inside, and the last rows empty too
+    cols = rng.integers(0, 1 << 10, 5000)
+    ours = _count_matrix(rows, cols, 45, 1 << 10)
+    assert len(rows) <= _DIRECT_MAX_PAIRS  # the direct build, not scipy's own
+    theirs = sp.csr_matrix(
+        (np.ones(len(rows), np.float32), (rows, cols)), shape=(45, 1 << 10), dtype=np.float32
+    )
+    theirs.sum_duplicates()
+    assert ours.dtype == np.float32 and ours.has_canonical_format
+    np.testing.assert_array_equal(ours.indptr, theirs.indptr)
+    np.testing.assert_array_equal(ours.indices, theirs.indices)
+    np.testing.assert_array_equal(ours.data, theirs.data)
+    assert ours.nnz and ours[3].nnz == 0 and ours[44].nnz == 0
+
+
+def test_tfidf_matches_scikit_learn() -> None:
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    texts = ["hello world", "goodbye world", "", "hello hello hello there"]
+    counts = char_ngram_counts(texts, (2, 4), 1 << 12)
+    ours = TfidfWeights().fit(counts).transform(counts)
+    # Sublinear TF here is log(1 + tf) (scikit-learn's is 1 + log(tf)), so the
+    # reference weighs the log counts with its smoothed IDF and L2 norm.
+    logs = counts.copy()
+    logs.data = np.log1p(logs.data)
+    theirs = TfidfTransformer(smooth_idf=True).fit_transform(logs)
+    np.testing.assert_allclose(ours.toarray(), theirs.toarray(), rtol=1e-5, atol=1e-7)
+    # the scipy expression the row norms replace gives the same bits
+    x = counts.copy()
+    x.data = np.log1p(x.data) * TfidfWeights().fit(counts).idf[x.indices]  # type: ignore[index]
+    norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+    norms[norms == 0] = 1.0
+    x.data /= np.repeat(norms, np.diff(x.indptr)).astype(np.float32)
+    np.testing.assert_array_equal(ours.data, x.data)
+
+
 def test_vector_cache_computes_each_text_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
     calls: list[list[str]] = []
 

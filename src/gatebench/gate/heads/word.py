@@ -60,7 +60,11 @@ class WordHead(LinearHead):
         return word_ngram_counts(list(texts), self.ngram_range, self.n_features)
 
     def _nb(self, x: sp.csr_matrix) -> sp.csr_matrix:
-        return self.tfidf.transform(x, binary=True).multiply(self.ratio).tocsr()
+        # Scaling the stored values column by column is what multiplying by the
+        # ratio row does, without scipy's broadcasting copy.
+        nb = self.tfidf.transform(x, binary=True)
+        nb.data *= self.ratio[nb.indices]
+        return nb
 
     def fit_x(self, x: sp.csr_matrix, y: np.ndarray, weight: np.ndarray | None = None) -> Self:
         from sklearn.svm import LinearSVC
