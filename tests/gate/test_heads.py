@@ -155,3 +155,19 @@ def test_state_without_a_later_setting_takes_its_default(dataset) -> None:  # ty
     again = FeatureHead.from_state(state)
     assert again.content_only is False and again.C == 0.5
     assert np.array_equal(again.score(texts[:10]), head.score(texts[:10]))
+
+
+@pytest.mark.parametrize("n", [7, 2_000, 10_240, 29_151])
+def test_largest_values_match_a_full_sort(n: int) -> None:
+    from gatebench.gate.heads.neighbours import _largest
+
+    rng = np.random.default_rng(n)
+    for trial in range(20):
+        s = rng.standard_normal(n).astype(np.float32)
+        if trial % 3 == 1:
+            s = np.round(s, 1)  # many ties, across blocks
+        if trial % 3 == 2:
+            s[rng.choice(n, size=n // 2, replace=False)] = -1.0  # left-out rows
+        for k in (1, 5):
+            k = min(k, n)
+            np.testing.assert_array_equal(np.sort(_largest(s, k)), np.sort(s)[-k:])
