@@ -111,8 +111,8 @@ class NeighbourHead(EmbeddingInput, Head):
         reads both banks whole; at 256 dimensions the benign bank outgrows a
         server's last-level cache and the product is bound by memory, so a
         narrower bank is the difference between a fraction of a millisecond
-        and several. At 128, sources held out whole read within a draw's
-        spread of 256.
+        and several. At 128 and at 64, sources held out whole read within a
+        draw's spread of 256.
     embedder : StaticEmbedder, optional
         Needed only for standalone ``fit``/``score``.
     """
@@ -120,9 +120,10 @@ class NeighbourHead(EmbeddingInput, Head):
     name = "neighbours"
     view = "static"
     settings = ("seed", "k", "dims")
-    #: 128 of the static table's 256 dimensions keep 93% of the banks' squared length,
-    #: and LODO reads 0.668 against 0.669 at 256 (benchmarks/RESULTS.md).
-    default_dims = 128
+    #: 64 of the static table's 256 dimensions keep 85% of the training texts' squared
+    #: length; LODO reads 0.665 against 0.668 at 128 and 0.669 at 256, and a request
+    #: reads a bank a quarter the size (benchmarks/RESULTS.md).
+    default_dims = 64
 
     def __init__(
         self,
