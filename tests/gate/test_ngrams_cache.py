@@ -63,7 +63,8 @@ def test_tfidf_matches_scikit_learn() -> None:
 
     texts = ["hello world", "goodbye world", "", "hello hello hello there"]
     counts = char_ngram_counts(texts, (2, 4), 1 << 12)
-    ours = TfidfWeights().fit(counts).transform(counts)
+    weights = TfidfWeights().fit(counts)
+    ours = weights.transform(counts)
     # Sublinear TF here is log(1 + tf) (scikit-learn's is 1 + log(tf)), so the
     # reference weighs the log counts with its smoothed IDF and L2 norm.
     logs = counts.copy()
@@ -72,7 +73,7 @@ def test_tfidf_matches_scikit_learn() -> None:
     np.testing.assert_allclose(ours.toarray(), theirs.toarray(), rtol=1e-5, atol=1e-7)
     # the scipy expression the row norms replace gives the same bits
     x = counts.copy()
-    x.data = np.log1p(x.data) * TfidfWeights().fit(counts).idf[x.indices]  # type: ignore[index]
+    x.data = np.log1p(x.data) * weights.idf[x.indices]  # type: ignore[index]
     norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
     norms[norms == 0] = 1.0
     x.data /= np.repeat(norms, np.diff(x.indptr)).astype(np.float32)

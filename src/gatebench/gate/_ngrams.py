@@ -141,11 +141,8 @@ def _count_matrix(
     pairs, counts = np.unique(rows * np.int64(n_cols) + cols, return_counts=True)
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(np.bincount(pairs // n_cols, minlength=n_rows), out=indptr[1:])
-    index = (
-        np.int32
-        if n_cols <= np.iinfo(np.int32).max and len(pairs) <= np.iinfo(np.int32).max
-        else np.int64
-    )
+    # At most _DIRECT_MAX_PAIRS entries here, so only the width can need 64 bits.
+    index = np.int32 if n_cols <= np.iinfo(np.int32).max else np.int64
     out = sp.csr_matrix(
         (counts.astype(np.float32), (pairs % n_cols).astype(index), indptr.astype(index)),
         shape=(n_rows, n_cols),
