@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gatebench.gate.features import escalation_cues
+from gatebench.gate.textpool import beside
 
 if TYPE_CHECKING:
     from gatebench.gate.judge import LLMJudge
@@ -77,10 +78,18 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
     out = p.copy()
     if routed.size:
         base = p[routed]
-        if gate.sentence_combiner is not None:
-            base = gate._sentence_proba(views.take(routed), [m[routed] for m in per_head])
-        ev = gate.deferred.evidence([texts[i] for i in routed], base, gate._fast_pieces)
-        out[routed] = gate.deferred.proba(ev)
+        sub = views.take(routed)
+        sentence = gate.sentence_combiner is not None
+        # The sentence encoder runs outside the GIL: the windows are scored beside it.
+        with beside(
+            lambda: gate._sentence_views(sub) if sentence else sub,
+            threaded=sentence and routed.size > 1,
+        ) as encoded:
+            pieces = gate.deferred.piece_evidence([texts[i] for i in routed], gate._fast_pieces)
+            encoded()
+        if sentence:
+            base = gate._sentence_proba(sub, [m[routed] for m in per_head])
+        out[routed] = gate.deferred.proba(gate.deferred.with_base(pieces, base))
     t2 = time.perf_counter()
     if routed.size and gate.judge is not None:
         out[routed] = _apply_judge(gate.judge, [texts[i] for i in routed], out[routed], gate.stats)

@@ -123,6 +123,19 @@ class DeferredStage:
             Scores a list of texts with the fast path, returning
             ``(p_attack, neighbour_margin)``.
         """
+        return self.with_base(self.piece_evidence(texts, fast), p_fast)
+
+    def piece_evidence(
+        self, texts: Sequence[str], fast: Callable[[list[str]], tuple[np.ndarray, np.ndarray]]
+    ) -> np.ndarray:
+        """What the windows and readings of ``texts`` add, before the text's own score.
+
+        Per text: the best reading's and the best window's logit (``-inf``
+        when it has none) and the best neighbour margin (``-1`` when none).
+        It needs no score of the text itself, so a caller can compute it
+        while that score is still being computed; :meth:`with_base` then
+        completes it.
+        """
         pieces: list[str] = []
         owner: list[int] = []
         kind: list[int] = []  # 0 window, 1 reading
@@ -135,8 +148,9 @@ class DeferredStage:
                 pieces.append(decoded)
                 owner.append(i)
                 kind.append(1)
-        base = _logit(p_fast)
-        out = np.column_stack([base, base, np.full(len(texts), -1.0)])
+        out = np.column_stack(
+            [np.full(len(texts), -np.inf), np.full(len(texts), -np.inf), np.full(len(texts), -1.0)]
+        )
         if pieces:
             p, margin = fast(pieces)
             lp = _logit(p)
@@ -146,6 +160,15 @@ class DeferredStage:
                 sel = knd == k
                 np.maximum.at(out[:, col], own[sel], lp[sel])
             np.maximum.at(out[:, 2], own, margin)
+        return out
+
+    @staticmethod
+    def with_base(pieces: np.ndarray, p_fast: np.ndarray) -> np.ndarray:
+        """:meth:`piece_evidence` completed with each text's own fast score."""
+        base = _logit(p_fast)
+        out = pieces.copy()
+        out[:, 0] = np.maximum(out[:, 0], base)
+        out[:, 1] = np.maximum(out[:, 1], base)
         # The text itself (in its best reading) is one of its parts: a short
         # text with no windows is not penalised for lacking them.
         out[:, 1] = np.maximum(out[:, 1], out[:, 0])

@@ -26,6 +26,7 @@ import numpy as np
 
 from gatebench.errors import DetectorError
 from gatebench.gate.static_embed import minilm_path
+from gatebench.gate.textpool import encode_rows
 from gatebench.text import replace_surrogates
 
 __all__ = ["MiniLMEncoder", "quantised_minilm"]
@@ -122,19 +123,24 @@ class MiniLMEncoder:
         return self._fingerprint
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of shape ``(len(texts), 384)``, float32, one text per graph call."""
-        out = np.zeros((len(texts), DIMS), dtype=np.float32)
-        for i, text in enumerate(texts):
-            ids = np.asarray([self._tok.encode(replace_surrogates(text)).ids], dtype=np.int64)
-            hidden = self._session.run(
-                None,
-                {
-                    "input_ids": ids,
-                    "attention_mask": np.ones_like(ids),
-                    "token_type_ids": np.zeros_like(ids),
-                },
-            )[0][0]
-            v = hidden.mean(axis=0)
-            norm = float(np.linalg.norm(v))
-            out[i] = v / norm if norm > 0 else v
-        return out
+        """Embeddings of shape ``(len(texts), 384)``, float32, one text per graph call.
+
+        A batch's calls run side by side in threads
+        (:func:`~gatebench.gate.textpool.encode_rows`); each is the call a
+        lone text gets, so the vectors do not depend on the batch.
+        """
+        return encode_rows(texts, self._encode_one, DIMS)
+
+    def _encode_one(self, text: str) -> np.ndarray:
+        ids = np.asarray([self._tok.encode(replace_surrogates(text)).ids], dtype=np.int64)
+        hidden = self._session.run(
+            None,
+            {
+                "input_ids": ids,
+                "attention_mask": np.ones_like(ids),
+                "token_type_ids": np.zeros_like(ids),
+            },
+        )[0][0]
+        v = hidden.mean(axis=0)
+        norm = float(np.linalg.norm(v))
+        return v / norm if norm > 0 else v

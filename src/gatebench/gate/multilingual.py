@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from gatebench.errors import DetectorError
+from gatebench.gate.textpool import blas_single_threaded, encode_rows
 from gatebench.text import replace_surrogates
 
 __all__ = [
@@ -86,13 +87,19 @@ class MultilingualEncoder:
         return f"use-m3-{self.version}-{self.max_chars}"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """The ``(len(texts), 512)`` embedding matrix, one text per call."""
+        """The ``(len(texts), 512)`` embedding matrix, one text per call, calls in threads."""
         model = self._get_model()
-        out = np.empty((len(texts), DIMS), dtype=np.float32)
-        for i, text in enumerate(texts):
+
+        def one(text: str) -> np.ndarray:
             cut = replace_surrogates(text[: self.max_chars]).strip()
-            out[i] = model.encode([cut or " "])[0]
-        return out
+            return model.encode([cut or " "])[0]
+
+        if len(texts) < 2:
+            return encode_rows(texts, one, DIMS, threads=1)
+        # The package limits BLAS per call and restores what it found; held
+        # at one here, a call that ends cannot lift the limit under another.
+        with blas_single_threaded():
+            return encode_rows(texts, one, DIMS)
 
 
 #: Characters of a text's opening that decide its route.

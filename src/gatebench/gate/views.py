@@ -27,6 +27,7 @@ from gatebench.gate.multilingual import (
     route_flags,
 )
 from gatebench.gate.static_embed import StaticEmbedder
+from gatebench.gate.textpool import beside
 from gatebench.text import text_hash
 
 __all__ = ["Featurizer", "Views", "text_keys"]
@@ -202,21 +203,34 @@ class Featurizer:
         texts = list(texts)
         flags = self.route_flags(texts)
         routed = None if flags is None else flags[:, 0] > 0.5
-        multilingual: np.ndarray | None
-        if routed is not None and not full and self.multilingual is not None:
-            multilingual = np.full((len(texts), self.multilingual.dims), np.nan, np.float32)
-            idx = np.flatnonzero(routed)
-            if idx.size:
-                multilingual[idx] = self.multilingual_vectors([texts[i] for i in idx])
-        else:
-            multilingual = self.multilingual_vectors(texts)
-        return Views(
-            texts=texts,
-            char=char_ngram_counts(texts, self.char_ngrams, self.char_features),
-            word=word_ngram_counts(texts, self.word_ngrams, self.word_features),
-            static=self.static(texts).reshape(len(texts), self.embedder.dims),
-            features=self.features(texts).reshape(len(texts), len(FEATURE_NAMES)),
-            multilingual=multilingual,
-            routed=routed,
-            encoder_language=None if flags is None else flags[:, 1] > 0.5,
-        )
+        # The sentence encoder's work runs outside the GIL, so a batch's
+        # n-gram and feature views are built beside it.
+        with beside(
+            lambda: self._multilingual_view(texts, routed, full), threaded=len(texts) > 1
+        ) as multilingual:
+            char = char_ngram_counts(texts, self.char_ngrams, self.char_features)
+            word = word_ngram_counts(texts, self.word_ngrams, self.word_features)
+            static = self.static(texts).reshape(len(texts), self.embedder.dims)
+            features = self.features(texts).reshape(len(texts), len(FEATURE_NAMES))
+            return Views(
+                texts=texts,
+                char=char,
+                word=word,
+                static=static,
+                features=features,
+                multilingual=multilingual(),
+                routed=routed,
+                encoder_language=None if flags is None else flags[:, 1] > 0.5,
+            )
+
+    def _multilingual_view(
+        self, texts: list[str], routed: np.ndarray | None, full: bool
+    ) -> np.ndarray | None:
+        """The multilingual vectors a call of ``full`` needs (NaN rows where none is read)."""
+        if routed is None or full or self.multilingual is None:
+            return self.multilingual_vectors(texts)
+        out = np.full((len(texts), self.multilingual.dims), np.nan, np.float32)
+        idx = np.flatnonzero(routed)
+        if idx.size:
+            out[idx] = self.multilingual_vectors([texts[i] for i in idx])
+        return out

@@ -1,0 +1,133 @@
+"""Per-text encoder calls spread over threads, each text's vector unchanged.
+
+Both sentence encoders read one text per call, so that a vector never depends
+on its batch-mates (:mod:`gatebench.gate.encoder`,
+:mod:`gatebench.gate.multilingual`). Those calls are independent and their
+heavy work (onnxruntime's graph, numpy's matrix products) runs outside the
+GIL, so a batch's calls can run side by side on the process's cores: each
+call still gets exactly the input it got alone, single-threaded inside, so
+every vector is the one a sequential loop gives, byte for byte.
+
+How many threads: ``GATEBENCH_ENCODER_THREADS`` when set; else the cores this
+process may use, capped by ``OMP_NUM_THREADS`` when that is set. joblib's
+and dask's worker processes set it to their share of the machine, so the
+harness's parallel folds do not multiply their threads by the encoders'.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import numpy as np
+
+from gatebench.errors import ConfigError
+
+__all__ = ["THREADS_ENV", "beside", "blas_single_threaded", "encode_rows", "encoder_threads"]
+
+T = TypeVar("T")
+
+#: Environment variable that sets the encoders' thread count.
+THREADS_ENV = "GATEBENCH_ENCODER_THREADS"
+_CONTROLLER: Any = None
+
+
+def _positive(raw: str, name: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name}={raw!r} is not a positive whole number; set it to e.g. 1 or 2")
+    return value
+
+
+def encoder_threads() -> int:
+    """Threads for a batch's encoder calls (see the module docstring for the rule)."""
+    raw = os.environ.get(THREADS_ENV)
+    if raw is not None and raw.strip():
+        return _positive(raw.strip(), THREADS_ENV)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = max(1, cores or 1)
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) >= 1:
+        threads = min(threads, int(omp))
+    return threads
+
+
+@contextmanager
+def blas_single_threaded() -> Iterator[None]:
+    """numpy's BLAS held at one thread for the duration, whatever callees do.
+
+    A callee that limits BLAS itself saves and restores the count it found;
+    under this context every such callee finds one, so one thread finishing
+    cannot hand another, still running, the machine's full count.
+    """
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        # Found once: scanning the loaded libraries costs more than a short text's vector.
+        _CONTROLLER = ThreadpoolController()
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
+        yield
+
+
+def encode_rows(
+    texts: Sequence[str],
+    encode_one: Callable[[str], np.ndarray],
+    dims: int,
+    *,
+    threads: int | None = None,
+) -> np.ndarray:
+    """``(len(texts), dims)`` float32, row ``i`` being ``encode_one(texts[i])``.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        The batch.
+    encode_one : callable
+        One text to its vector; must be safe to call from several threads.
+    dims : int
+        Vector width.
+    threads : int, optional
+        Defaults to :func:`encoder_threads`; one, or a one-text batch, runs
+        in the calling thread.
+    """
+    out = np.empty((len(texts), dims), dtype=np.float32)
+    n = min(threads or encoder_threads(), len(texts))
+    if n <= 1:
+        for i, text in enumerate(texts):
+            out[i] = encode_one(text)
+        return out
+
+    def fill(i: int) -> None:
+        out[i] = encode_one(texts[i])
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        # list() re-raises the first failure here, in the caller's thread.
+        list(pool.map(fill, range(len(texts))))
+    return out
+
+
+@contextmanager
+def beside(work: Callable[[], T], *, threaded: bool = True) -> Iterator[Callable[[], T]]:
+    """Run ``work`` in a thread beside the caller's own; yield the getter of its result.
+
+    With ``threaded=False`` or one encoder thread (:func:`encoder_threads`),
+    ``work`` runs at once in the caller's thread, with no thread to start:
+    a lone request has nothing to overlap. Either way the getter returns
+    ``work()``'s value or raises its exception, and the context does not
+    exit before ``work`` is done; in a thread, BLAS is held at one thread
+    meanwhile (:func:`blas_single_threaded`), so that no matrix product's
+    thread count depends on which side ends first.
+    """
+    if not threaded or encoder_threads() < 2:
+        value = work()
+        yield lambda: value
+        return
+    with blas_single_threaded(), ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool.submit(work).result
