@@ -9,12 +9,14 @@ latency counters all come from the same single pass.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gatebench.gate.features import escalation_cues
-from gatebench.gate.textpool import beside
+from gatebench.gate.textpool import Lane
 
 if TYPE_CHECKING:
     from gatebench.gate.judge import LLMJudge
@@ -60,36 +62,55 @@ def route(
     return in_band, escalated
 
 
+#: Texts per slice of a batch's fast path. The sentence encoder reads one
+#: slice's deferred rows while the next slice goes through the fast path.
+SLICE = 64
+
+
 def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, tuple[float, ...]]:
     """Scores, the indices routed to the deferred stage, and seconds per stage.
 
     The seconds are those of the fast path, the deferred stage and the
-    judge; ``gate.stats`` is updated with the same counts and times.
+    judge; ``gate.stats`` is updated with the same counts and times. A
+    batch goes through the fast path in slices of :data:`SLICE`, and each
+    slice's deferred rows are encoded on a :class:`~gatebench.gate.textpool.Lane`
+    beside the next slices and the deferred windows. Every stage scores a
+    row alone (no score depends on its batch-mates), so the slices change
+    when the work is done, not what it gives; the deferred stage's seconds
+    are counted from the end of the fast path.
     """
     if not texts:
         gate._check_fitted()
         return np.zeros(0), np.zeros(0, dtype=np.intp), (0.0, 0.0, 0.0)
     t0 = time.perf_counter()
-    views = gate._get_featurizer()(texts, full=False)
-    p, per_head = gate._fast_meta(views)
-    in_band, escalated = gate.route(p, views.features)
-    t1 = time.perf_counter()
-    routed = np.flatnonzero(in_band | escalated)
-    out = p.copy()
-    if routed.size:
-        base = p[routed]
-        sub = views.take(routed)
-        sentence = gate.sentence_combiner is not None
-        # The sentence encoder runs outside the GIL: the windows are scored beside it.
-        with beside(
-            lambda: gate._sentence_views(sub) if sentence else sub,
-            threaded=sentence and routed.size > 1,
-        ) as encoded:
+    featurize = gate._get_featurizer()
+    sentence = gate.sentence_combiner is not None
+    step = SLICE if sentence and len(texts) > SLICE else len(texts)
+    p = np.empty(len(texts))
+    routed_parts: list[np.ndarray] = []
+    sentence_parts: list[Callable[[], np.ndarray]] = []
+    n_band = n_cue = 0
+    with Lane(threaded=step < len(texts)) as lane:
+        for lo in range(0, len(texts), step):
+            views = featurize(texts[lo : lo + step], full=False)
+            p_slice, per_head = gate._fast_meta(views)
+            in_band, escalated = gate.route(p_slice, views.features)
+            p[lo : lo + len(views)] = p_slice
+            n_band += int(in_band.sum())
+            n_cue += int(escalated.sum())
+            local = np.flatnonzero(in_band | escalated)
+            if local.size:
+                routed_parts.append(lo + local)
+                sub, meta = views.take(local), [m[local] for m in per_head]
+                if sentence:
+                    sentence_parts.append(lane.submit(partial(gate._sentence_proba, sub, meta)))
+        t1 = time.perf_counter()
+        routed = np.concatenate(routed_parts) if routed_parts else np.zeros(0, dtype=np.intp)
+        out = p.copy()
+        if routed.size:
             pieces = gate.deferred.piece_evidence([texts[i] for i in routed], gate._fast_pieces)
-            encoded()
-        if sentence:
-            base = gate._sentence_proba(sub, [m[routed] for m in per_head])
-        out[routed] = gate.deferred.proba(gate.deferred.with_base(pieces, base))
+            base = np.concatenate([get() for get in sentence_parts]) if sentence else p[routed]
+            out[routed] = gate.deferred.proba(gate.deferred.with_base(pieces, base))
     t2 = time.perf_counter()
     if routed.size and gate.judge is not None:
         out[routed] = _apply_judge(gate.judge, [texts[i] for i in routed], out[routed], gate.stats)
@@ -97,8 +118,8 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
     s = gate.stats
     s["requests"] += len(texts)
     s["fast_exit"] += len(texts) - routed.size
-    s["deferred_band"] += int(in_band.sum())
-    s["deferred_cue"] += int(escalated.sum())
+    s["deferred_band"] += n_band
+    s["deferred_cue"] += n_cue
     s["fast_seconds"] += t1 - t0
     s["deferred_seconds"] += t2 - t1
     s["judge_seconds"] += t3 - t2

@@ -19,14 +19,21 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
 
 from gatebench.errors import ConfigError
 
-__all__ = ["THREADS_ENV", "beside", "blas_single_threaded", "encode_rows", "encoder_threads"]
+__all__ = [
+    "THREADS_ENV",
+    "Lane",
+    "beside",
+    "blas_single_threaded",
+    "encode_rows",
+    "encoder_threads",
+]
 
 T = TypeVar("T")
 
@@ -113,21 +120,44 @@ def encode_rows(
     return out
 
 
+class Lane:
+    """Work run in order on one thread beside the caller's, or at once in the caller's.
+
+    Used as a context manager: :meth:`submit` queues ``work`` and returns the
+    getter of its result (which re-raises its exception), and the context
+    does not exit before every queued piece of work is done. Threaded,
+    numpy's BLAS is held at one thread meanwhile
+    (:func:`blas_single_threaded`), so that no matrix product's thread count
+    depends on which side ends first. With ``threaded=False`` or one encoder
+    thread (:func:`encoder_threads`), ``work`` runs at once, in the caller's
+    thread, and no thread is started: a lone request has nothing to overlap.
+    """
+
+    def __init__(self, *, threaded: bool = True) -> None:
+        self.threaded = bool(threaded)
+        self._stack = ExitStack()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> Lane:
+        if self.threaded and encoder_threads() > 1:
+            self._stack.enter_context(blas_single_threaded())
+            self._pool = self._stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool = None
+        self._stack.close()
+
+    def submit(self, work: Callable[[], T]) -> Callable[[], T]:
+        """Queue ``work``; the returned callable gives its result once it is done."""
+        if self._pool is not None:
+            return self._pool.submit(work).result
+        value = work()
+        return lambda: value
+
+
 @contextmanager
 def beside(work: Callable[[], T], *, threaded: bool = True) -> Iterator[Callable[[], T]]:
-    """Run ``work`` in a thread beside the caller's own; yield the getter of its result.
-
-    With ``threaded=False`` or one encoder thread (:func:`encoder_threads`),
-    ``work`` runs at once in the caller's thread, with no thread to start:
-    a lone request has nothing to overlap. Either way the getter returns
-    ``work()``'s value or raises its exception, and the context does not
-    exit before ``work`` is done; in a thread, BLAS is held at one thread
-    meanwhile (:func:`blas_single_threaded`), so that no matrix product's
-    thread count depends on which side ends first.
-    """
-    if not threaded or encoder_threads() < 2:
-        value = work()
-        yield lambda: value
-        return
-    with blas_single_threaded(), ThreadPoolExecutor(max_workers=1) as pool:
-        yield pool.submit(work).result
+    """One piece of ``work`` on a :class:`Lane`: yields the getter of its result."""
+    with Lane(threaded=threaded) as lane:
+        yield lane.submit(work)
