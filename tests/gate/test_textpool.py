@@ -108,7 +108,7 @@ def test_a_lane_runs_its_work_in_order_and_waits_for_it(monkeypatch: pytest.Monk
     assert [get() for get in getters] == [0, 1, 4, 9, 16, 25]
 
 
-@pytest.mark.parametrize("n_texts", [1, SLICE - 1, 3 * SLICE + 5])
+@pytest.mark.parametrize("n_texts", [1, SLICE - 1, SLICE + 5])
 def test_scores_and_stages_do_not_depend_on_the_encoder_threads(  # type: ignore[no-untyped-def]
     fitted_gate, make_data, long_doc, monkeypatch: pytest.MonkeyPatch, n_texts: int
 ) -> None:

@@ -79,8 +79,8 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
     when the work is done, not what it gives; the deferred stage's seconds
     are counted from the end of the fast path.
     """
+    gate._check_fitted()  # before the featurizer, which may build the static table
     if not texts:
-        gate._check_fitted()
         return np.zeros(0), np.zeros(0, dtype=np.intp), (0.0, 0.0, 0.0)
     t0 = time.perf_counter()
     featurize = gate._get_featurizer()

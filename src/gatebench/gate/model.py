@@ -463,6 +463,7 @@ class Gate:
 
     def score_fast(self, texts: Sequence[str]) -> np.ndarray:
         """Fast-path P(attack) only (no deferred stage)."""
+        self._check_fitted()  # before the featurizer, which may build the static table
         return self._fast_views(self._get_featurizer()(list(texts), full=False))[0]
 
     def route(self, p_fast: np.ndarray, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
