@@ -208,16 +208,13 @@ class Featurizer:
         with beside(
             lambda: self._multilingual_view(texts, routed, full), threaded=len(texts) > 1
         ) as multilingual:
-            char = char_ngram_counts(texts, self.char_ngrams, self.char_features)
-            word = word_ngram_counts(texts, self.word_ngrams, self.word_features)
-            static = self.static(texts).reshape(len(texts), self.embedder.dims)
-            features = self.features(texts).reshape(len(texts), len(FEATURE_NAMES))
+            # Arguments are evaluated in order: the encoder's result is read last.
             return Views(
                 texts=texts,
-                char=char,
-                word=word,
-                static=static,
-                features=features,
+                char=char_ngram_counts(texts, self.char_ngrams, self.char_features),
+                word=word_ngram_counts(texts, self.word_ngrams, self.word_features),
+                static=self.static(texts).reshape(len(texts), self.embedder.dims),
+                features=self.features(texts).reshape(len(texts), len(FEATURE_NAMES)),
                 multilingual=multilingual(),
                 routed=routed,
                 encoder_language=None if flags is None else flags[:, 1] > 0.5,
