@@ -101,9 +101,11 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
             local = np.flatnonzero(in_band | escalated)
             if local.size:
                 routed_parts.append(lo + local)
-                sub, meta = views.take(local), [m[local] for m in per_head]
-                if sentence:
-                    sentence_parts.append(lane.submit(partial(gate._sentence_proba, sub, meta)))
+            if local.size and sentence:
+                meta = [m[local] for m in per_head]
+                sentence_parts.append(
+                    lane.submit(partial(gate._sentence_proba, views.take(local), meta))
+                )
         t1 = time.perf_counter()
         routed = np.concatenate(routed_parts) if routed_parts else np.zeros(0, dtype=np.intp)
         out = p.copy()

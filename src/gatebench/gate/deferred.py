@@ -148,9 +148,8 @@ class DeferredStage:
                 pieces.append(decoded)
                 owner.append(i)
                 kind.append(1)
-        out = np.column_stack(
-            [np.full(len(texts), -np.inf), np.full(len(texts), -np.inf), np.full(len(texts), -1.0)]
-        )
+        out = np.full((len(texts), 3), -np.inf)
+        out[:, 2] = -1.0
         if pieces:
             p, margin = fast(pieces)
             lp = _logit(p)
@@ -168,7 +167,6 @@ class DeferredStage:
         base = _logit(p_fast)
         out = pieces.copy()
         out[:, 0] = np.maximum(out[:, 0], base)
-        out[:, 1] = np.maximum(out[:, 1], base)
         # The text itself (in its best reading) is one of its parts: a short
         # text with no windows is not penalised for lacking them.
         out[:, 1] = np.maximum(out[:, 1], out[:, 0])

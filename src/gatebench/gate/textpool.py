@@ -20,11 +20,13 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from functools import cache
 from typing import Any, TypeVar
 
 import numpy as np
 
 from gatebench.errors import ConfigError
+from gatebench.parallel import default_jobs
 
 __all__ = [
     "THREADS_ENV",
@@ -39,7 +41,6 @@ T = TypeVar("T")
 
 #: Environment variable that sets the encoders' thread count.
 THREADS_ENV = "GATEBENCH_ENCODER_THREADS"
-_CONTROLLER: Any = None
 
 
 def _positive(raw: str, name: str) -> int:
@@ -57,8 +58,7 @@ def encoder_threads() -> int:
     raw = os.environ.get(THREADS_ENV)
     if raw is not None and raw.strip():
         return _positive(raw.strip(), THREADS_ENV)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = max(1, cores or 1)
+    threads = default_jobs()
     omp = os.environ.get("OMP_NUM_THREADS", "").strip()
     if omp.isdigit() and int(omp) >= 1:
         threads = min(threads, int(omp))
@@ -73,14 +73,19 @@ def blas_single_threaded() -> Iterator[None]:
     under this context every such callee finds one, so one thread finishing
     cannot hand another, still running, the machine's full count.
     """
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
-        # Found once: scanning the loaded libraries costs more than a short text's vector.
-        _CONTROLLER = ThreadpoolController()
-    with _CONTROLLER.limit(limits=1, user_api="blas"):
+    with _controller().limit(limits=1, user_api="blas"):
         yield
+
+
+@cache
+def _controller() -> Any:
+    """threadpoolctl's view of the loaded libraries, found once.
+
+    Scanning them costs more than a short text's vector.
+    """
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def encode_rows(
