@@ -110,9 +110,12 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
         routed = np.concatenate(routed_parts) if routed_parts else np.zeros(0, dtype=np.intp)
         out = p.copy()
         if routed.size:
-            pieces = gate.deferred.piece_evidence([texts[i] for i in routed], gate._fast_pieces)
+            stage = gate.deferred
+            pieces = stage.piece_evidence(
+                [texts[i] for i in routed], gate._fast_pieces, windows=stage.reads_windows
+            )
             base = np.concatenate([get() for get in sentence_parts]) if sentence else p[routed]
-            out[routed] = gate.deferred.proba(gate.deferred.with_base(pieces, base))
+            out[routed] = stage.proba(stage.with_base(pieces, base))
     t2 = time.perf_counter()
     if routed.size and gate.judge is not None:
         out[routed] = _apply_judge(gate.judge, [texts[i] for i in routed], out[routed], gate.stats)

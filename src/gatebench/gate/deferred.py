@@ -125,8 +125,23 @@ class DeferredStage:
         """
         return self.with_base(self.piece_evidence(texts, fast), p_fast)
 
+    @property
+    def reads_windows(self) -> bool:
+        """Whether the fitted weights read anything the windows give.
+
+        Windows feed only the window and neighbour columns. The
+        non-negative fit can zero both (when they add nothing to the
+        reading score), and a window then changes no score: each of its
+        terms is a zero added to the sum.
+        """
+        return bool(self.coef[1] != 0.0 or self.coef[2] != 0.0)
+
     def piece_evidence(
-        self, texts: Sequence[str], fast: Callable[[list[str]], tuple[np.ndarray, np.ndarray]]
+        self,
+        texts: Sequence[str],
+        fast: Callable[[list[str]], tuple[np.ndarray, np.ndarray]],
+        *,
+        windows: bool = True,
     ) -> np.ndarray:
         """What the windows and readings of ``texts`` add, before the text's own score.
 
@@ -134,13 +149,15 @@ class DeferredStage:
         when it has none) and the best neighbour margin (``-1`` when none).
         It needs no score of the text itself, so a caller can compute it
         while that score is still being computed; :meth:`with_base` then
-        completes it.
+        completes it. ``windows=False`` leaves the windows out (scoring
+        with weights that do not read them, :attr:`reads_windows`); fitting
+        needs them all.
         """
         pieces: list[str] = []
         owner: list[int] = []
         kind: list[int] = []  # 0 window, 1 reading
         for i, t in enumerate(texts):
-            for w in text_windows(t, self.window, self.stride, self.max_windows):
+            for w in text_windows(t, self.window, self.stride, self.max_windows) if windows else ():
                 pieces.append(w)
                 owner.append(i)
                 kind.append(0)
