@@ -8,6 +8,7 @@ here together.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, Self
 
 import numpy as np
@@ -15,27 +16,10 @@ import numpy as np
 from gatebench.gate.heads.base import Head
 from gatebench.gate.heads.embed import EmbeddingInput
 from gatebench.gate.static_embed import StaticEmbedder
+from gatebench.gate.textpool import blas_single_threaded
 from gatebench.gate.views import Views, text_keys
 
 __all__ = ["NeighbourHead"]
-
-_BLAS: Any = None
-
-
-def _one_blas_thread() -> Any:
-    """Context limiting BLAS to one thread.
-
-    For a single request the product takes ~0.4 ms, but a second BLAS thread
-    on a busy 2-core machine waits for a time slice and turns it into ~7 ms.
-    The controller is built once (building it scans the loaded libraries).
-    """
-    global _BLAS
-    if _BLAS is None:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
-
 
 Keyed = tuple[np.ndarray, np.ndarray | None]
 
@@ -200,25 +184,26 @@ class NeighbourHead(EmbeddingInput, Head):
         q = self._project(emb)
         out = np.zeros((len(q), 4), dtype=np.float64)
         banks = (self.attacks, self.benign)
-        for j, bank in enumerate(banks):
-            if not len(bank) or not len(q):
-                continue
-            k = min(self.k, len(bank))
-            own = self._self_matches(keys, j)
-            # Query blocks bound the similarity block's memory: 256 queries against a
-            # bank of 25,000 entries is 25 MB, plus as much again for the partition.
-            for start in range(0, len(q), _BLOCK):
-                if len(q) == 1:  # one request: a matrix-vector product on one thread
-                    with _one_blas_thread():
-                        s = (bank @ q[0])[None, :]
-                else:
-                    s = q[start : start + _BLOCK] @ bank.T
-                for r, rows in own:
-                    if start <= r < start + _BLOCK:
-                        s[r - start, rows] = -1.0  # the lowest cosine: never a neighbour
-                top = _largest(s, k)
-                out[start : start + _BLOCK, 2 * j] = top[:, -1]
-                out[start : start + _BLOCK, 2 * j + 1] = top.mean(axis=1)
+        # One request is a matrix-vector product per bank, on one BLAS thread: it
+        # takes ~0.4 ms, but a second thread on a busy 2-core machine waits for a
+        # time slice and turns it into ~7 ms. One limit covers both banks.
+        one = len(q) == 1
+        with blas_single_threaded() if one else nullcontext():
+            for j, bank in enumerate(banks):
+                if not len(bank) or not len(q):
+                    continue
+                k = min(self.k, len(bank))
+                own = self._self_matches(keys, j)
+                # Query blocks bound the similarity block's memory: 256 queries against
+                # a bank of 25,000 entries is 25 MB, plus as much again for the partition.
+                for start in range(0, len(q), _BLOCK):
+                    s = (bank @ q[0])[None, :] if one else q[start : start + _BLOCK] @ bank.T
+                    for r, rows in own:
+                        if start <= r < start + _BLOCK:
+                            s[r - start, rows] = -1.0  # the lowest cosine: never a neighbour
+                    top = _largest(s, k)
+                    out[start : start + _BLOCK, 2 * j] = top[:, -1]
+                    out[start : start + _BLOCK, 2 * j + 1] = top.mean(axis=1)
         return out
 
     def meta_x(self, x: np.ndarray | Keyed) -> np.ndarray:
