@@ -222,6 +222,9 @@ def main() -> None:
         "fast_exit_p95_ms": statistics.median(fast95),
         "batch_texts_per_s": statistics.median(tputs),
         "exit_fractions": fractions,
+        # Deferred texts cost more when the fitted weights read their windows.
+        "deferred_weights": [round(float(c), 4) for c in gate.deferred.coef],
+        "deferred_reads_windows": gate.deferred.reads_windows,
         "runs": args.runs,
         "n_single": len(single),
         "n_batch": len(batch),
