@@ -90,7 +90,10 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
     routed_parts: list[np.ndarray] = []
     sentence_parts: list[Callable[[], np.ndarray]] = []
     n_band = n_cue = 0
-    with Lane(threaded=step < len(texts)) as lane:
+    # MiniLM runs outside the GIL: a slice's deferred rows are read beside the
+    # next slices, and the last slice's (a lone request's too) beside the
+    # windows and readings. A Lane given no work starts no thread.
+    with Lane(threaded=sentence) as lane:
         for lo in range(0, len(texts), step):
             views = featurize(texts[lo : lo + step], full=False)
             p_slice, per_head = gate._fast_meta(views)

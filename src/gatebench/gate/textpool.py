@@ -131,11 +131,12 @@ class Lane:
     Used as a context manager: :meth:`submit` queues ``work`` and returns the
     getter of its result (which re-raises its exception), and the context
     does not exit before every queued piece of work is done. Threaded,
-    numpy's BLAS is held at one thread meanwhile
+    numpy's BLAS is held at one thread from the first :meth:`submit` on
     (:func:`blas_single_threaded`), so that no matrix product's thread count
     depends on which side ends first. With ``threaded=False`` or one encoder
     thread (:func:`encoder_threads`), ``work`` runs at once, in the caller's
-    thread, and no thread is started: a lone request has nothing to overlap.
+    thread. A Lane nothing is submitted to starts no thread, so a caller can
+    open a threaded one before knowing whether there will be work to overlap.
     """
 
     def __init__(self, *, threaded: bool = True) -> None:
@@ -144,9 +145,7 @@ class Lane:
         self._pool: ThreadPoolExecutor | None = None
 
     def __enter__(self) -> Lane:
-        if self.threaded and encoder_threads() > 1:
-            self._stack.enter_context(blas_single_threaded())
-            self._pool = self._stack.enter_context(ThreadPoolExecutor(max_workers=1))
+        self.threaded = self.threaded and encoder_threads() > 1
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -155,6 +154,9 @@ class Lane:
 
     def submit(self, work: Callable[[], T]) -> Callable[[], T]:
         """Queue ``work``; the returned callable gives its result once it is done."""
+        if self.threaded and self._pool is None:
+            self._stack.enter_context(blas_single_threaded())
+            self._pool = self._stack.enter_context(ThreadPoolExecutor(max_workers=1))
         if self._pool is not None:
             return self._pool.submit(work).result
         value = work()

@@ -203,10 +203,11 @@ class Featurizer:
         texts = list(texts)
         flags = self.route_flags(texts)
         routed = None if flags is None else flags[:, 0] > 0.5
-        # The sentence encoder's work runs outside the GIL, so a batch's
-        # n-gram and feature views are built beside it.
+        # The sentence encoder's work runs outside the GIL, so the n-gram and
+        # feature views are built beside it, a lone routed text's included.
+        encodes = self.multilingual is not None and (routed is None or full or bool(routed.any()))
         with beside(
-            lambda: self._multilingual_view(texts, routed, full), threaded=len(texts) > 1
+            lambda: self._multilingual_view(texts, routed, full), threaded=encodes
         ) as multilingual:
             # Arguments are evaluated in order: the encoder's result is read last.
             return Views(
