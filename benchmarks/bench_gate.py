@@ -18,6 +18,13 @@ model may have seen. ``--param`` trains the model with those Gate parameters
 instead (for example an opt-in head), on the same 80%. Each figure is the
 median over ``--runs`` fresh processes (load, the warm-up a service adds, and
 RSS) or repeated passes (latency, throughput).
+
+``--deferred-weights W,W,W,B`` replaces the loaded model's deferred-stage
+weights and intercept before timing (not in the load/RSS processes). The
+deferred stage scores a text's windows only when its weights read them;
+the bench model's fit zeroes them while a model from ``gatebench train``
+on the whole trace keeps them, so this times the bench texts as such a
+model would cost (its scores are not that model's).
 """
 
 from __future__ import annotations
@@ -154,6 +161,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--n-single", type=int, default=500)
     ap.add_argument("--n-batch", type=int, default=2000)
+    ap.add_argument(
+        "--deferred-weights",
+        default=None,
+        help="W_reading,W_window,W_neighbour,INTERCEPT for the deferred stage",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -185,6 +197,12 @@ def main() -> None:
     from gatebench.gate import Gate
 
     gate = Gate.load(model)
+    if args.deferred_weights:
+        *coef, intercept = (float(v) for v in args.deferred_weights.split(","))
+        if len(coef) != len(gate.deferred.coef):
+            ap.error(f"--deferred-weights={args.deferred_weights!r}: give 3 weights, 1 intercept")
+        gate.deferred.coef = np.asarray(coef)
+        gate.deferred.intercept = intercept
     gate.warm()  # what a service does at start: the multilingual encoder loads now
     gate.score(single[:20])  # warm-up: first calls pay lazy imports and allocations
     p50s, p95s, fast50, fast95, tputs = [], [], [], [], []
