@@ -66,6 +66,21 @@ def _texts(frame: pd.DataFrame, n: int, seed: int) -> list[str]:
     return [texts[i] for i in rng.choice(len(texts), size=min(n, len(texts)), replace=False)]
 
 
+def set_deferred_weights(gate: Any, spec: str) -> None:
+    """Give ``gate``'s deferred stage the weights and intercept ``spec`` (``W,W,W,B``).
+
+    Raises ``ValueError`` naming ``spec`` when it is not that many numbers.
+    """
+    try:
+        *coef, intercept = (float(v) for v in spec.split(","))
+    except ValueError:
+        coef, intercept = [], 0.0
+    if len(coef) != len(gate.deferred.coef):
+        raise ValueError(f"{spec!r}: give {len(gate.deferred.coef)} weights and 1 intercept")
+    gate.deferred.coef = np.asarray(coef)
+    gate.deferred.intercept = intercept
+
+
 def _gate_dir(path: Path) -> Path | None:
     """The Gate state inside ``path``: a ``gatebench train`` directory or a bare one."""
     for d in (path / "state", path):
@@ -198,11 +213,10 @@ def main() -> None:
 
     gate = Gate.load(model)
     if args.deferred_weights:
-        *coef, intercept = (float(v) for v in args.deferred_weights.split(","))
-        if len(coef) != len(gate.deferred.coef):
-            ap.error(f"--deferred-weights={args.deferred_weights!r}: give 3 weights, 1 intercept")
-        gate.deferred.coef = np.asarray(coef)
-        gate.deferred.intercept = intercept
+        try:
+            set_deferred_weights(gate, args.deferred_weights)
+        except ValueError as err:
+            ap.error(f"--deferred-weights={err}")
     gate.warm()  # what a service does at start: the multilingual encoder loads now
     gate.score(single[:20])  # warm-up: first calls pay lazy imports and allocations
     p50s, p95s, fast50, fast95, tputs = [], [], [], [], []

@@ -5,8 +5,9 @@ Usage::
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/bench_gate_alternate.py \
         --model DIR [--model DIR ...] [--deferred-weights I=W,W,W,B ...] [--rounds 5]
 
-This VM's speed drifts by a quarter within an hour, so two models timed in
-separate processes minutes apart can differ by more than what separates them.
+A shared machine's speed can drift by a quarter within an hour, so two models
+timed in separate processes minutes apart can differ by more than what
+separates them.
 Here every model is loaded once into one process and each round scores the
 same batch with each in turn (the order reversed every other round), so the
 drift falls on all of them alike; the figure to read is the per-round ratio.
@@ -24,8 +25,7 @@ import statistics
 import time
 from pathlib import Path
 
-import numpy as np
-from bench_gate import _gate_dir, _split, _texts
+from bench_gate import _gate_dir, _split, _texts, set_deferred_weights
 
 
 def main() -> None:
@@ -46,11 +46,12 @@ def main() -> None:
         gates.append(Gate.load(found))
     for spec in args.deferred_weights:
         index, _, values = spec.partition("=")
-        *coef, intercept = (float(v) for v in values.split(","))
-        if not index.isdigit() or int(index) >= len(gates) or len(coef) != 3:
+        if not index.isdigit() or int(index) >= len(gates):
             ap.error(f"--deferred-weights {spec!r}: give I=W,W,W,B with I a --model index")
-        gates[int(index)].deferred.coef = np.asarray(coef)
-        gates[int(index)].deferred.intercept = intercept
+        try:
+            set_deferred_weights(gates[int(index)], values)
+        except ValueError as err:
+            ap.error(f"--deferred-weights {index}={err}")
 
     _, held, _ = _split()
     batch = _texts(held, args.n_batch, seed=2)

@@ -93,7 +93,7 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
     # MiniLM runs outside the GIL: a slice's deferred rows are read beside the
     # next slices, and the last slice's (a lone request's too) beside the
     # windows and readings. A Lane given no work starts no thread.
-    with Lane(threaded=sentence) as lane:
+    with Lane() as lane:
         for lo in range(0, len(texts), step):
             views = featurize(texts[lo : lo + step], full=False)
             p_slice, per_head = gate._fast_meta(views)
