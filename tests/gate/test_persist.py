@@ -24,8 +24,9 @@ def test_reload_gives_identical_scores(fitted_gate, saved, make_data, long_doc) 
     assert np.array_equal(fitted_gate.score(texts), again.score(texts))
     assert np.array_equal(fitted_gate.score_fast(texts), again.score_fast(texts))
     assert list(again.sentence_heads) == ["minilm", "minilm_neighbours"]
+    before, after = fitted_gate.head_scores(texts), again.head_scores(texts)
     for name in [*fitted_gate.heads, *fitted_gate.sentence_heads]:
-        assert np.array_equal(fitted_gate.head_scores(texts)[name], again.head_scores(texts)[name])
+        assert np.array_equal(before[name], after[name])
 
 
 def test_directory_records_provenance(saved) -> None:  # type: ignore[no-untyped-def]
