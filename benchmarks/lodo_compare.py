@@ -103,7 +103,9 @@ def table(files: list[str], labels: list[str]) -> str:
     def row(name: str, cells: list[str]) -> None:
         lines.append(f"| {name} | | " + " | ".join(cells) + " |")
 
-    row("**macro**", [f"**{s['macro_evaluation_sources']:.3f}**" for s in sums])
+    # Leaving training corpora out scores no evaluation source: no macro to show.
+    macro = [s["macro_evaluation_sources"] for s in sums]
+    row("**macro**", ["–" if m is None else f"**{m:.3f}**" for m in macro])
     row("sources below 0.5", [str(len(s["below_0.5"])) for s in sums])
     row("unseen-benign FPR", [f"{s['unseen_benign_fpr']:.3f}" for s in sums])
     row("unseen-attack recall", [f"{s['unseen_attack_recall']:.3f}" for s in sums])
@@ -148,7 +150,10 @@ def draws(columns: list[str], labels: list[str]) -> str:
     ):
         cells = []
         for col in sums:
-            lo, hi = span([float(s[key]) for s in col])
+            lo, hi = span([float(s[key]) for s in col if s[key] is not None])
+            if np.isnan(lo):
+                cells.append("–")
+                continue
             cells.append(f"{lo:.3f}" if lo == hi else f"{lo:.3f}–{hi:.3f}")
         lines.append(f"| {name} | | " + " | ".join(cells) + " |")
     return "\n".join(lines)
