@@ -190,7 +190,8 @@ class StaticEmbedder:
         if not len(texts):
             return out
         clean = [replace_surrogates(t) for t in texts]
-        encs = self._tok.encode_batch(clean, add_special_tokens=False)
+        # Only the ids are read: the fast call skips the character offsets.
+        encs = self._tok.encode_batch_fast(clean, add_special_tokens=False)
         half = self.max_tokens // 2
         for i, enc in enumerate(encs):
             ids = enc.ids
