@@ -290,6 +290,7 @@ def test_cli_train_reports_the_never_seen_estimate(data_dir: Path, tmp_path: Pat
     args = ["train", "-d", "tfidf-lr", "--data-dir", str(data_dir)]
     for name in SOURCES[:4]:
         args += ["-s", name]
+    args += ["--cap", "jackhhao-jailbreak-classification=400"]  # as _cfg, for time
     result = runner.invoke(app, [*args, "--unseen-fpr", "0.05", str(tmp_path / "model")])
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
