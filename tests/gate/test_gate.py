@@ -41,7 +41,8 @@ def test_heads_and_hard_predictions_are_exposed(fitted_gate, make_data) -> None:
     scores = fitted_gate.head_scores(texts)
     preds = fitted_gate.head_predictions(texts)
     assert list(scores) == list(preds) == [*DEFAULT_HEADS, "minilm", "minilm_neighbours"]
-    for name, head in fitted_gate.heads.items():
+    # Scored alone, every head reads the characters and tokens Gate reads.
+    for name, head in {**fitted_gate.heads, **fitted_gate.sentence_heads}.items():
         assert np.allclose(head.score(texts), scores[name])
         assert preds[name].dtype == bool and preds[name].shape == (60,)
 

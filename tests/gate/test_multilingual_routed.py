@@ -230,7 +230,14 @@ def test_english_heads_are_missing_from_the_combiner_for_routed_text_only(
     meta = json.loads((tmp_path / "m" / "gate.json").read_text())
     assert meta["english_heads"] == ["char", "word"] and meta["english_scope"] == "encoder"
     assert meta["multilingual"]["encoder_languages"] == sorted(ENCODER_LANGUAGES)
-    assert np.array_equal(Gate.load(tmp_path / "m").score(probe), gate.score(probe))
+    again = Gate.load(tmp_path / "m")
+    assert np.array_equal(again.score(probe), gate.score(probe))
+    # Scored alone, the reloaded head cuts texts where the model does.
+    head = again.heads["multilingual_routed"]
+    assert isinstance(head, RoutedMultilingualHead) and head.encoder is not None
+    assert head.encoder.max_chars == 300
+    long_probe = [*probe, OTHER[0] * 40]
+    assert np.allclose(head.score(long_probe), again.head_scores(long_probe)["multilingual_routed"])
     meta["multilingual"]["encoder_languages"] = ["de", "fr"]
     (tmp_path / "m" / "gate.json").write_text(json.dumps(meta))
     with pytest.raises(IncompatibleModelError, match=r"encoder's languages.*retrain"):

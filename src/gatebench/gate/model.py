@@ -48,8 +48,11 @@ from gatebench.gate.heads import (
     SENTENCE_HEAD_TYPES,
     FeatureHead,
     Head,
+    MultilingualHead,
     NeighbourHead,
     RoutedMultilingualHead,
+    SentenceHead,
+    SentenceNeighbourHead,
 )
 from gatebench.gate.heads.base import Valid
 from gatebench.gate.judge import LLMJudge
@@ -301,6 +304,7 @@ class Gate:
         self.sentence_tokens = int(sentence_tokens)
         self._encoder = encoder
         self.multilingual_chars = int(multilingual_chars)
+        self._multilingual: MultilingualEncoder | None = None
         self._sentence_cache: VectorCache | None = None
         self.sentence_heads: dict[str, Head] = {}
         self.sentence_combiner: Combiner | HeadMean | Blend | None = None
@@ -338,7 +342,7 @@ class Gate:
                 word_features=getattr(word, "n_features", 1 << 20),
                 cache_dir=self.cache_dir,
                 multilingual=(
-                    MultilingualEncoder(max_chars=self.multilingual_chars)
+                    self._multilingual_encoder()
                     if set(MULTILINGUAL_HEADS) & set(self.head_names)
                     else None
                 ),
@@ -346,6 +350,31 @@ class Gate:
             )
             self._plain = self._featurizer.without_cache()
         return self._featurizer
+
+    def _multilingual_encoder(self) -> MultilingualEncoder:
+        """The one multilingual encoder, shared by the views and the heads.
+
+        A head scored alone (``head.score``) then reads the characters the
+        views read, not its class's default cut.
+        """
+        if self._multilingual is None:
+            self._multilingual = MultilingualEncoder(max_chars=self.multilingual_chars)
+        return self._multilingual
+
+    def lend_encoders(self, heads: Sequence[Head]) -> None:
+        """Give ``heads`` that embed texts themselves the encoders Gate reads with.
+
+        Without them a head scored alone builds its class's default encoder,
+        which cuts texts elsewhere than Gate does (``multilingual_chars``,
+        ``sentence_tokens``). MiniLM heads get the encoder once it is built
+        (fitting builds it before it makes them; loading reads it first).
+        """
+        minilm = self._encoder
+        for head in heads:
+            if isinstance(head, MultilingualHead):
+                head.encoder = self._multilingual_encoder()
+            elif isinstance(head, SentenceHead | SentenceNeighbourHead) and minilm is not None:
+                head.encoder = minilm
 
     def _get_encoder(self) -> MiniLMEncoder:
         if self._encoder is None:
@@ -368,10 +397,12 @@ class Gate:
         return views
 
     def _make_sentence_heads(self) -> list[Head]:
-        return [
+        heads = [
             cls(**({"seed": self.seed} | self.head_params.get(name, {})))
             for name, cls in SENTENCE_HEAD_TYPES.items()
         ]
+        self.lend_encoders(heads)
+        return heads
 
     def _make_heads(self) -> list[Head]:
         out = []
@@ -384,6 +415,7 @@ class Gate:
             if hasattr(head, "embedder"):
                 head.embedder = self._embedder
             out.append(head)
+        self.lend_encoders(out)
         return out
 
     def _combiner_x(self, per_head: list[np.ndarray], views: Views) -> np.ndarray:
