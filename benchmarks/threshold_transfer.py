@@ -14,7 +14,11 @@ reads it on every folder: calibrated on one kind of never-seen text, how does
 it hold on another? ``--by-language`` adds, per folder and threshold, the
 FPR of the held-out benign prompts in each detected language (the trace's
 ``language`` column): where a language's benign text is flagged far more than
-English, the model reads the language, not what the text asks. The refits
+English, the model reads the language, not what the text asks. ``--by-source``
+adds a table per folder and threshold: each held-out source's FPR and recall,
+and the AUC of its attacks against every held-out benign prompt of the
+folder, which says whether a source is missed for its ranking or for the
+threshold. The refits
 must be of the default trace, or of one whose
 evaluation and training rows sit where the default's do (more twins are
 appended after them), since the folders hold trace positions. Usage::
@@ -32,9 +36,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from sklearn.metrics import roc_auc_score
 
 from gatebench.config import RunConfig
-from gatebench.unseen.calibrate import MIN_BENIGN, lowest_threshold, prompt_scores, source_point
+from gatebench.unseen.calibrate import (
+    MIN_BENIGN,
+    SourcePoint,
+    lowest_threshold,
+    prompt_scores,
+    source_point,
+)
 
 
 def held_out_prompts(folder: Path, frame: pd.DataFrame) -> pd.DataFrame:
@@ -63,6 +74,11 @@ def main() -> None:
         action="store_true",
         help="also print the held-out benign FPR of each language with 20+ benign prompts",
     )
+    ap.add_argument(
+        "--by-source",
+        action="store_true",
+        help="also print each held-out source's FPR, recall and AUC against the folder's benign",
+    )
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -79,6 +95,7 @@ def main() -> None:
     if not thresholds:
         raise SystemExit("give --at and/or --calibrate-on")
     head = "benign sources | mean FPR | pooled FPR | mean recall | pooled recall"
+    by_source: list[str] = []
     print(f"| held-out prompts | threshold | {head} |")
     print("|---|---|---|---|---|---|---|")
     for folder in args.folders:
@@ -91,6 +108,34 @@ def main() -> None:
             print(f"| {folder.name} | {label} | {n} | {text} |")
             if args.by_language:
                 print(f"| by language | {_by_language(prompts, t)} ||||||")
+            if args.by_source:
+                by_source.append(_by_source(prompts, p, f"{folder.name} at {label}"))
+    print("".join(by_source), end="")
+
+
+def _by_source(prompts: pd.DataFrame, point: SourcePoint, title: str) -> str:
+    """One markdown table: every held-out source's rates at ``point``, weakest AUC first.
+
+    A source's AUC ranks its attacks against all the folder's held-out benign
+    prompts, so sources with attacks only get one too.
+    """
+    benign = prompts.loc[prompts["label"] == 0, "score"].to_numpy()
+    rows = []
+    for name, v in point.per_source.items():
+        attacks = prompts.loc[(prompts["source"] == name) & (prompts["label"] == 1), "score"]
+        auc = None
+        if len(attacks) and len(benign):
+            y = np.r_[np.ones(len(attacks)), np.zeros(len(benign))]
+            auc = float(roc_auc_score(y, np.r_[attacks.to_numpy(), benign]))
+        rows.append((name, v, auc))
+    rows.sort(key=lambda r: (r[2] is None, r[2] or 0.0, r[0]))
+    out = [f"\n{title}\n\n| source | benign | FPR | attacks | recall | AUC vs held-out benign |"]
+    out.append("|---|---|---|---|---|---|")
+    for name, v, auc in rows:
+        cells = [v["fpr"], v["recall"], auc]
+        fpr, rec, a = ("–" if c is None else f"{c:.3f}" for c in cells)
+        out.append(f"| {name} | {v['n_benign']} | {fpr} | {v['n_attack']} | {rec} | {a} |")
+    return "\n".join(out) + "\n"
 
 
 def _by_language(prompts: pd.DataFrame, threshold: float) -> str:
