@@ -361,7 +361,7 @@ class Gate:
             self._multilingual = MultilingualEncoder(max_chars=self.multilingual_chars)
         return self._multilingual
 
-    def lend_encoders(self, heads: Sequence[Head]) -> None:
+    def _lend_encoders(self, heads: Sequence[Head]) -> None:
         """Give ``heads`` that embed texts themselves the encoders Gate reads with.
 
         Without them a head scored alone builds its class's default encoder,
@@ -401,7 +401,7 @@ class Gate:
             cls(**({"seed": self.seed} | self.head_params.get(name, {})))
             for name, cls in SENTENCE_HEAD_TYPES.items()
         ]
-        self.lend_encoders(heads)
+        self._lend_encoders(heads)
         return heads
 
     def _make_heads(self) -> list[Head]:
@@ -415,7 +415,7 @@ class Gate:
             if hasattr(head, "embedder"):
                 head.embedder = self._embedder
             out.append(head)
-        self.lend_encoders(out)
+        self._lend_encoders(out)
         return out
 
     def _combiner_x(self, per_head: list[np.ndarray], views: Views) -> np.ndarray:

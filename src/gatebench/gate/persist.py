@@ -272,7 +272,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
     for head in gate.heads.values():
         if hasattr(head, "embedder"):  # standalone scoring reads texts through it
             head.embedder = embedder
-    gate.lend_encoders(list(gate.heads.values()))
+    gate._lend_encoders(list(gate.heads.values()))
     gate.combiner = _combiner(
         gate, path / "combiner.lgb.txt", meta["combiner"]["platt"], meta["combiner"].get("blend")
     )
@@ -285,7 +285,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         )
         gate.sentence_tokens = int(sent["max_tokens"])
         gate.sentence_heads = _read_heads(sent["heads"], SENTENCE_HEAD_TYPES, meta, arrays)
-        gate.lend_encoders(list(gate.sentence_heads.values()))
+        gate._lend_encoders(list(gate.sentence_heads.values()))
         gate.sentence_combiner = _combiner(
             gate, path / "sentence.lgb.txt", sent["platt"], sent.get("blend")
         )
