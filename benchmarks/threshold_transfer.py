@@ -120,13 +120,14 @@ def _by_source(prompts: pd.DataFrame, point: SourcePoint, title: str) -> str:
     prompts, so sources with attacks only get one too.
     """
     benign = prompts.loc[prompts["label"] == 0, "score"].to_numpy()
+    attacks = prompts[prompts["label"] == 1].groupby("source")["score"]
     rows = []
     for name, v in point.per_source.items():
-        attacks = prompts.loc[(prompts["source"] == name) & (prompts["label"] == 1), "score"]
         auc = None
-        if len(attacks) and len(benign):
-            y = np.r_[np.ones(len(attacks)), np.zeros(len(benign))]
-            auc = float(roc_auc_score(y, np.r_[attacks.to_numpy(), benign]))
+        if v["n_attack"] and len(benign):
+            a = attacks.get_group(name).to_numpy()
+            y = np.r_[np.ones(len(a)), np.zeros(len(benign))]
+            auc = float(roc_auc_score(y, np.r_[a, benign]))
         rows.append((name, v, auc))
     rows.sort(key=lambda r: (r[2] is None, r[2] or 0.0, r[0]))
     out = [f"\n{title}\n\n| source | benign | FPR | attacks | recall | AUC vs held-out benign |"]

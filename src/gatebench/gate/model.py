@@ -362,15 +362,18 @@ class Gate:
         return self._multilingual
 
     def _lend_encoders(self, heads: Sequence[Head]) -> None:
-        """Give ``heads`` that embed texts themselves the encoders Gate reads with.
+        """Give ``heads`` that embed texts themselves the embedder and encoders Gate reads with.
 
-        Without them a head scored alone builds its class's default encoder,
-        which cuts texts elsewhere than Gate does (``multilingual_chars``,
-        ``sentence_tokens``). MiniLM heads get the encoder once it is built
-        (fitting builds it before it makes them; loading reads it first).
+        Without them a head scored alone has no static embedder, or builds its
+        class's default encoder, which cuts texts elsewhere than Gate does
+        (``multilingual_chars``, ``sentence_tokens``). MiniLM heads get the
+        encoder once it is built (fitting builds it before it makes them;
+        loading reads it first).
         """
         minilm = self._encoder
         for head in heads:
+            if hasattr(head, "embedder"):
+                head.embedder = self._embedder
             if isinstance(head, MultilingualHead):
                 head.encoder = self._multilingual_encoder()
             elif isinstance(head, SentenceHead | SentenceNeighbourHead) and minilm is not None:
@@ -411,10 +414,7 @@ class Gate:
             if name == FeatureHead.name:
                 # "content" keeps style out of the whole fast path, this head included.
                 params.setdefault("content_only", self.meta_features == "content")
-            head = HEAD_TYPES[name](**params)
-            if hasattr(head, "embedder"):
-                head.embedder = self._embedder
-            out.append(head)
+            out.append(HEAD_TYPES[name](**params))
         self._lend_encoders(out)
         return out
 

@@ -269,10 +269,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
     )
     _check_multilingual(path, meta.get("multilingual"))
     gate.heads = _read_heads(meta["heads"], HEAD_TYPES, meta, arrays)
-    for head in gate.heads.values():
-        if hasattr(head, "embedder"):  # standalone scoring reads texts through it
-            head.embedder = embedder
-    gate._lend_encoders(list(gate.heads.values()))
+    gate._lend_encoders(list(gate.heads.values()))  # standalone scoring reads through them
     gate.combiner = _combiner(
         gate, path / "combiner.lgb.txt", meta["combiner"]["platt"], meta["combiner"].get("blend")
     )
