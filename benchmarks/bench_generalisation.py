@@ -108,11 +108,11 @@ def _built_from(frame: pd.DataFrame, held: np.ndarray) -> np.ndarray:
     held-out corpus still shapes them; under LODO no evaluation text does.)
     """
     from gatebench.augment import EMBEDDED_SOURCE, MAX_INSTRUCTION_CHARS, MAX_PAYLOAD_CHARS
-    from gatebench.twins import TWINS_SOURCE
+    from gatebench.constructed import hosted_by
 
-    held_sources = set(frame.loc[held, "source"])
+    held_sources = sorted(set(frame.loc[held, "source"]))
     host = frame["parent_id"].fillna("").str.split(":").str[0].isin(held_sources).to_numpy()
-    twin = (frame["source"] == TWINS_SOURCE).to_numpy() & host
+    twin = hosted_by(frame, held_sources)
     made = (frame["source"] == EMBEDDED_SOURCE).to_numpy()
     if not made.any():
         return twin
@@ -205,10 +205,9 @@ def refit_row(
 def held_units(frame: pd.DataFrame, mode: str) -> dict[str, tuple[str, ...]]:
     """What each refit holds out: an evaluation source (LODO), a family (LOFO) or a corpus."""
     if mode == "corpora":
-        from gatebench.augment import EMBEDDED_SOURCE
-        from gatebench.twins import TWINS_SOURCE
+        from gatebench.constructed import CONSTRUCTED_SOURCES
 
-        built = {EMBEDDED_SOURCE, TWINS_SOURCE}
+        built = set(CONSTRUCTED_SOURCES)
         training = frame.loc[frame["role"] == "training", "source"].unique()
         return {str(s): (str(s),) for s in sorted(training) if s not in built}
     if mode == "lofo":
@@ -327,6 +326,12 @@ def main() -> None:
         help="constructed benign twins (default %(default)s)",
     )
     ap.add_argument(
+        "--persona-twins",
+        type=int,
+        default=run.persona_twins,
+        help="constructed persona pairs (default %(default)s)",
+    )
+    ap.add_argument(
         "--cap", action="append", default=[], help="source cap NAME=ROWS or NAME=none (as run)"
     )
     args = ap.parse_args()
@@ -334,10 +339,9 @@ def main() -> None:
 
     from joblib import Parallel, delayed
 
-    from gatebench.augment import EMBEDDED_SOURCE
     from gatebench.cli.options import parse_caps
+    from gatebench.constructed import CONSTRUCTED_SOURCES
     from gatebench.trace import TraceSpec, build_trace
-    from gatebench.twins import TWINS_SOURCE
 
     frame = build_trace(
         TraceSpec(
@@ -346,6 +350,7 @@ def main() -> None:
             embedded=args.embedded,
             embedded_payloads=args.embedded_payloads,
             twins=args.twins,
+            persona_twins=args.persona_twins,
             caps=parse_caps(args.cap),
         ),
         data_dir=os.environ.get("GATEBENCH_DATA"),
@@ -356,7 +361,7 @@ def main() -> None:
         missing = (
             set(frame["source"])
             - {s for srcs in FAMILIES.values() for s in srcs}
-            - {EMBEDDED_SOURCE, TWINS_SOURCE}
+            - set(CONSTRUCTED_SOURCES)
         )
         if missing:
             raise SystemExit(f"sources in no family: {sorted(missing)}; add them to FAMILIES")

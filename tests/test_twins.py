@@ -22,7 +22,7 @@ from gatebench.twins import (
     benign_twins,
     trigger_words,
 )
-from trace_rows import trace_row
+from trace_rows import assert_seeded, trace_row
 
 
 def _frame() -> pd.DataFrame:
@@ -86,10 +86,7 @@ def test_each_twin_is_one_benign_english_training_prompt_plus_trigger_words() ->
 
 def test_twins_are_seeded_and_zero_means_none() -> None:
     frame = _frame()
-    a = benign_twins(frame, n=25, seed=5)
-    assert a.equals(benign_twins(frame, n=25, seed=5))
-    assert a.text.tolist() != benign_twins(frame, n=25, seed=6).text.tolist()
-    assert benign_twins(frame, n=0, seed=5).empty
+    assert_seeded(benign_twins, frame, 25)
     no_attacks = frame[frame.label == 0]
     assert benign_twins(no_attacks, n=25, seed=5).empty
 

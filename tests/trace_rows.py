@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pandas as pd
+
 from gatebench.text import text_hash
 
 
@@ -25,3 +29,11 @@ def trace_row(
         "prompt_chars": len(text),
         "role": role,
     }
+
+
+def assert_seeded(make: Callable[..., pd.DataFrame], frame: pd.DataFrame, n: int) -> None:
+    """``make(frame, n=, seed=)`` gives the same rows for a seed, others for another, none for 0."""
+    a = make(frame, n=n, seed=5)
+    assert len(a) and a.equals(make(frame, n=n, seed=5))
+    assert a.text.tolist() != make(frame, n=n, seed=6).text.tolist()
+    assert make(frame, n=0, seed=5).empty

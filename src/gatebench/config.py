@@ -47,6 +47,7 @@ class RunConfig(BaseModel):
     embedded: int = 0
     embedded_payloads: str = "attacks"
     twins: int = 3000
+    persona_twins: int = 0
     chunk_chars: int = 4000
     chunk_overlap: int = 400
     # How the paths in `sources` are read (gatebench.data.local.FileOptions).
@@ -142,7 +143,14 @@ class RunConfig(BaseModel):
         names = ("sources", "caps", "roles", "chunk_chars", "chunk_overlap", "seed")
         options = {
             k: getattr(self, k)
-            for k in (*names, "skip_missing", "embedded", "embedded_payloads", "twins")
+            for k in (
+                *names,
+                "skip_missing",
+                "embedded",
+                "embedded_payloads",
+                "twins",
+                "persona_twins",
+            )
         }
         files = ("text_field", "label_field", "id_field", "group_field", "label_map")
         options["files"] = {k: getattr(self, k) for k in (*files, "assume_label", "source_name")}

@@ -27,6 +27,7 @@ from gatebench.data.presets import DEFAULT_SOURCES, PAPER_SOURCES, TRAINING_SOUR
 from gatebench.data.resolve import data_dir_from_env, resolve_files, resolve_root
 from gatebench.data.sources import expand_sources
 from gatebench.errors import ConfigError, DataError, SourceMissingError
+from gatebench.persona import PERSONA_DESCRIPTION, PERSONA_SOURCE, persona_pairs
 from gatebench.seeding import child_seed, child_sequence
 from gatebench.split import GroupResult, LSHParams, group_keys
 from gatebench.text import text_hash
@@ -121,6 +122,13 @@ class TraceSpec:
         learned trigger words inserted (:mod:`gatebench.twins`); 0 for none.
         The default, 3,000, is the count measured by LODO: with the content
         features and the uncapped corpora they rank never-seen text better.
+    persona_twins : int
+        Constructed pairs of training rows: one persona frame from a benign
+        training prompt, before a benign request and before a training attack
+        (:mod:`gatebench.persona`); 0 (the default) for none. Measured by
+        LODO and with training corpora held out, they left never-seen benign
+        prompts that open with a persona flagged as often or more
+        (benchmarks/RESULTS.md), so they are opt-in.
     """
 
     sources: tuple[str, ...] = DEFAULT_SOURCES
@@ -133,6 +141,7 @@ class TraceSpec:
     embedded: int = 0
     embedded_payloads: str = "attacks"
     twins: int = 3000
+    persona_twins: int = 0
     files: FileOptions = field(default_factory=FileOptions)
     paths: dict[str, str] = field(default_factory=dict)
 
@@ -157,6 +166,10 @@ class TraceSpec:
             raise ConfigError(f"embedded={self.embedded} must be 0 (none) or a positive count")
         if self.twins < 0:
             raise ConfigError(f"twins={self.twins} must be 0 (none) or a positive count")
+        if self.persona_twins < 0:
+            raise ConfigError(
+                f"persona_twins={self.persona_twins} must be 0 (none) or a positive count of pairs"
+            )
         if self.embedded_payloads not in EMBEDDED_PAYLOADS:
             raise ConfigError(
                 f"embedded_payloads={self.embedded_payloads!r}; choose one of "
@@ -229,6 +242,8 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
     if spec.twins:
         # Only when there are twins, so the ids of earlier traces stay valid.
         payload["twins"] = spec.twins
+    if spec.persona_twins:
+        payload["persona_twins"] = spec.persona_twins
     if spec.embedded and spec.embedded_payloads != "attacks":
         # Only when it changes the rows, so the ids of earlier traces stay valid.
         payload["embedded_payloads"] = spec.embedded_payloads
@@ -449,10 +464,7 @@ def build_trace(
     if len(embedded):
         frame = pd.concat([frame, embedded], ignore_index=True)
         per_source[EMBEDDED_SOURCE] = constructed_source_counts(
-            spec.embedded,
-            len(embedded),
-            label=1,
-            description=EMBEDDED_PAYLOADS[spec.embedded_payloads],
+            spec.embedded, embedded, EMBEDDED_PAYLOADS[spec.embedded_payloads]
         )
     recount_training(per_source, frame, overlap)
     frame, languages = fill_languages(frame, spec.chunk_overlap)
@@ -460,10 +472,15 @@ def build_trace(
     twins = benign_twins(frame, n=spec.twins, seed=spec.seed)
     if len(twins):
         frame = pd.concat([frame, twins], ignore_index=True)
-        per_source[TWINS_SOURCE] = constructed_source_counts(
-            spec.twins, len(twins), label=0, description=TWINS_DESCRIPTION
-        )
+        per_source[TWINS_SOURCE] = constructed_source_counts(spec.twins, twins, TWINS_DESCRIPTION)
         languages = count_given_languages(languages, twins)
+    pairs = persona_pairs(frame, n=spec.persona_twins, seed=spec.seed)
+    if len(pairs):
+        frame = pd.concat([frame, pairs], ignore_index=True)
+        per_source[PERSONA_SOURCE] = constructed_source_counts(
+            2 * spec.persona_twins, pairs, PERSONA_DESCRIPTION
+        )
+        languages = count_given_languages(languages, pairs)
     frame["label"] = frame["label"].astype("int8")
     frame["chunk"] = frame["chunk"].astype("int32")
     frame["n_chunks"] = frame["n_chunks"].astype("int32")

@@ -85,24 +85,29 @@ def loaded_source_counts(
 
 
 def constructed_source_counts(
-    requested: int, rows: int, *, label: int, description: str
+    requested: int, made: pd.DataFrame, description: str
 ) -> dict[str, Any]:
-    """The per-source entry of constructed training rows, all of one ``label``.
+    """The per-source entry of the constructed training rows ``made``.
 
-    ``requested - rows`` draws gave a text already constructed and were collapsed.
+    ``requested - len(made)`` draws gave a text already constructed and were collapsed.
     """
+    attack = int((made["label"] == 1).sum())
+    benign = len(made) - attack
+    family = (
+        Family.BALANCED if attack and benign else Family.ALL_ATTACK if attack else Family.ALL_BENIGN
+    )
     return {
         "role": str(Role.TRAINING),
         "constructed": description,
         "loaded": requested,
         "malformed": 0,
         "excluded_by_loader": {},
-        "exact_duplicates_collapsed": requested - rows,
+        "exact_duplicates_collapsed": requested - len(made),
         "cap": None,
         "dropped_by_cap": 0,
-        "attack": rows if label == 1 else 0,
-        "benign": 0 if label == 1 else rows,
-        "family": str(Family.ALL_ATTACK if label == 1 else Family.ALL_BENIGN),
+        "attack": attack,
+        "benign": benign,
+        "family": str(family),
     }
 
 

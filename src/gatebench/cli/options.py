@@ -31,6 +31,7 @@ __all__ = [
     "IdField",
     "LabelField",
     "LabelMap",
+    "PersonaTwins",
     "Roles",
     "Seed",
     "SkipMissing",
@@ -100,6 +101,14 @@ Twins = Annotated[
         "--twins",
         help="Constructed benign training rows: an English training prompt with learned "
         "trigger words inserted (default 3000; 0 for none).",
+    ),
+]
+PersonaTwins = Annotated[
+    int | None,
+    typer.Option(
+        "--persona-twins",
+        help="Constructed training pairs: a persona frame from a benign training prompt "
+        "before a benign request and before a training attack (default 0).",
     ),
 ]
 SkipMissing = Annotated[

@@ -29,6 +29,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 
 from gatebench.augment import EMBEDDED_SOURCE
 from gatebench.config import UNSEEN_FPR, UNSEEN_HOLDOUT
+from gatebench.constructed import CONSTRUCTED_SOURCES, hosted_by
 from gatebench.cv import FoldTask, fit_fold
 from gatebench.detectors import DetectorSpec
 from gatebench.detectors.protocol import check_scores
@@ -37,7 +38,6 @@ from gatebench.parallel import Executor
 from gatebench.seeding import child_seed
 from gatebench.split.splitters import TRAINING_ONLY
 from gatebench.trace import scored_rows
-from gatebench.twins import TWINS_SOURCE
 
 __all__ = [
     "HOLDOUTS",
@@ -84,7 +84,7 @@ def holdable_rows(frame: pd.DataFrame, holdout: str) -> np.ndarray:
     """True for the rows whose source the pass may hold out (``holdout`` of :data:`HOLDOUTS`)."""
     if check_holdout(holdout) == "evaluation":
         return scored_rows(frame)
-    return ~frame["source"].isin([TWINS_SOURCE, EMBEDDED_SOURCE]).to_numpy()
+    return ~frame["source"].isin(CONSTRUCTED_SOURCES).to_numpy()
 
 
 def source_folds(
@@ -118,15 +118,13 @@ def source_folds(
 def _tasks(frame: pd.DataFrame, folds: np.ndarray, spec: DetectorSpec, seed: int) -> list[FoldTask]:
     """One task per fold; rows built from a held-out source never reach its training."""
     sources = frame["source"].astype(str).to_numpy()
-    host = frame["parent_id"].fillna("").astype(str).str.split(":").str[0].to_numpy()
-    twin = sources == TWINS_SOURCE
     # An embedded row's payload may be a held-out attack, which no column records.
     embedded = sources == EMBEDDED_SOURCE
     tasks = []
     for fold in range(int(folds.max()) + 1):
         test = np.flatnonzero(folds == fold)
-        held = np.isin(host, np.unique(sources[test]))
-        train = np.flatnonzero((folds != fold) & ~(twin & held) & ~embedded)
+        held = hosted_by(frame, np.unique(sources[test]))
+        train = np.flatnonzero((folds != fold) & ~held & ~embedded)
         tasks.append(
             FoldTask(
                 pass_name=PASS_NAME,

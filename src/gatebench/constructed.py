@@ -1,0 +1,34 @@
+"""The sources the trace builds itself, and how a refit that holds sources out treats them.
+
+Constructed rows are training rows made from loaded ones. They are never a
+source to hold out or to score. Those whose text contains a host row's text
+(twins, persona pairs) must leave every refit that holds their host's source
+out, or the held-out text would be trained on; a persona row also carries a
+frame sentence, whose source its id names, and leaves with that source too.
+Embedded injections carry a payload no column records, so refits that hold
+sources out drop them all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gatebench.augment import EMBEDDED_SOURCE
+from gatebench.persona import PERSONA_SOURCE, persona_frame_source
+from gatebench.twins import TWINS_SOURCE
+
+__all__ = ["CONSTRUCTED_SOURCES", "HOSTED_SOURCES", "hosted_by"]
+
+CONSTRUCTED_SOURCES = (EMBEDDED_SOURCE, TWINS_SOURCE, PERSONA_SOURCE)
+#: Constructed rows whose parent is the host row their text was built from.
+HOSTED_SOURCES = (TWINS_SOURCE, PERSONA_SOURCE)
+
+
+def hosted_by(frame: pd.DataFrame, sources: np.ndarray | list[str]) -> np.ndarray:
+    """True for the hosted constructed rows built from a row of one of ``sources``."""
+    held = set(np.asarray(sources, dtype=object).tolist())
+    host = frame["parent_id"].fillna("").astype(str).str.split(":").str[0].isin(held)
+    frame_source = frame["sample_id"].astype(str).map(persona_frame_source).isin(held)
+    hosted = frame["source"].isin(HOSTED_SOURCES)
+    return (hosted & (host | frame_source)).to_numpy()
