@@ -18,7 +18,9 @@ English, the model reads the language, not what the text asks. ``--by-source``
 adds a table per folder and threshold: each held-out source's FPR and recall,
 and the AUC of its attacks against every held-out benign prompt of the
 folder, which says whether a source is missed for its ranking or for the
-threshold. The refits
+threshold. ``--by-persona`` adds the FPR and recall of the held-out prompts
+whose first sentence casts the model as a persona (``gatebench.persona.PERSONA_RE``:
+"act as", "you are a", "pretend to be") against the other prompts'. The refits
 must be of the default trace, or of one whose
 evaluation and training rows sit where the default's do (more twins are
 appended after them), since the folders hold trace positions. Usage::
@@ -39,6 +41,7 @@ import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 from gatebench.config import RunConfig
+from gatebench.persona import PERSONA_RE
 from gatebench.unseen.calibrate import (
     MIN_BENIGN,
     SourcePoint,
@@ -51,13 +54,21 @@ from gatebench.unseen.calibrate import (
 def held_out_prompts(folder: Path, frame: pd.DataFrame) -> pd.DataFrame:
     """Every refit's held-out rows in ``folder`` as prompts: ``source``, ``label``, ``score``."""
     parts = []
-    language = frame.groupby("sample_id", sort=False)["language"].first()
+    first = frame.groupby("sample_id", sort=False)[["language", "text"]].first()
+    opening = first["text"].str.split(r"(?<=[.!?\n])\s+", n=1, regex=True).str[0]
+    persona = opening.str.contains(PERSONA_RE)
     for path in sorted(folder.glob("*.npz")):
         z = np.load(path)
         if z["test"].size and int(z["test"].max()) >= len(frame):
             raise SystemExit(f"{path} scores trace rows past the default trace's {len(frame)}")
         part = prompt_scores(frame, z["test"], z["p_test"])
-        parts.append(part.assign(refit=path.stem, language=language.reindex(part.index).values))
+        parts.append(
+            part.assign(
+                refit=path.stem,
+                language=first["language"].reindex(part.index).values,
+                persona=persona.reindex(part.index).values,
+            )
+        )
     if not parts:
         raise SystemExit(f"{folder} holds no refit scores (bench_generalisation.py --scores)")
     return pd.concat(parts, ignore_index=True)
@@ -73,6 +84,11 @@ def main() -> None:
         "--by-language",
         action="store_true",
         help="also print the held-out benign FPR of each language with 20+ benign prompts",
+    )
+    ap.add_argument(
+        "--by-persona",
+        action="store_true",
+        help="also print FPR and recall of prompts opening with a persona, and of the others",
     )
     ap.add_argument(
         "--by-source",
@@ -108,6 +124,8 @@ def main() -> None:
             print(f"| {folder.name} | {label} | {n} | {text} |")
             if args.by_language:
                 print(f"| by language | {_by_language(prompts, t)} ||||||")
+            if args.by_persona:
+                print(f"| by persona opening | {_by_persona(prompts, t)} ||||||")
             if args.by_source:
                 by_source.append(_by_source(prompts, p, f"{folder.name} at {label}"))
     print("".join(by_source), end="")
@@ -137,6 +155,23 @@ def _by_source(prompts: pd.DataFrame, point: SourcePoint, title: str) -> str:
         fpr, rec, a = ("–" if c is None else f"{c:.3f}" for c in cells)
         out.append(f"| {name} | {v['n_benign']} | {fpr} | {v['n_attack']} | {rec} | {a} |")
     return "\n".join(out) + "\n"
+
+
+def _by_persona(prompts: pd.DataFrame, threshold: float) -> str:
+    """Pooled FPR and recall at ``threshold`` of persona openings and of the other prompts."""
+    cells = []
+    for name, rows in (
+        ("persona", prompts[prompts["persona"]]),
+        ("other", prompts[~prompts["persona"]]),
+    ):
+        flagged = rows["score"] >= threshold
+        benign, attack = rows["label"] == 0, rows["label"] == 1
+        fpr = f"FPR {flagged[benign].mean():.3f} ({benign.sum()})" if benign.any() else "FPR –"
+        rec = (
+            f"recall {flagged[attack].mean():.3f} ({attack.sum()})" if attack.any() else "recall –"
+        )
+        cells.append(f"{name}: {fpr}, {rec}")
+    return "; ".join(cells)
 
 
 def _by_language(prompts: pd.DataFrame, threshold: float) -> str:
