@@ -332,6 +332,12 @@ def main() -> None:
         help="constructed persona pairs (default %(default)s)",
     )
     ap.add_argument(
+        "--persona-halves",
+        choices=("both", "benign"),
+        default=run.persona_halves,
+        help="which rows of each persona pair are built (default %(default)s)",
+    )
+    ap.add_argument(
         "--cap", action="append", default=[], help="source cap NAME=ROWS or NAME=none (as run)"
     )
     args = ap.parse_args()
@@ -351,6 +357,7 @@ def main() -> None:
             embedded_payloads=args.embedded_payloads,
             twins=args.twins,
             persona_twins=args.persona_twins,
+            persona_halves=args.persona_halves,
             caps=parse_caps(args.cap),
         ),
         data_dir=os.environ.get("GATEBENCH_DATA"),

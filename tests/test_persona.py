@@ -96,6 +96,15 @@ def test_pairs_are_seeded_and_zero_or_no_frame_means_none() -> None:
     assert persona_pairs(frame[frame.label == 0], n=20, seed=5).empty
 
 
+def test_the_benign_halves_alone_are_the_benign_rows_of_the_pairs() -> None:
+    frame = _frame()
+    both = persona_pairs(frame, n=20, seed=5)
+    benign = persona_pairs(frame, n=20, seed=5, halves="benign")
+    assert set(benign.label) == {0}
+    expected = both[both.label == 0].reset_index(drop=True)
+    pd.testing.assert_frame_equal(benign, expected)
+
+
 def test_a_persona_row_leaves_a_refit_with_its_host_or_its_frame_source() -> None:
     frame = _frame()
     pairs = persona_pairs(frame, n=20, seed=5)
@@ -147,6 +156,16 @@ def test_pairs_join_the_trace_as_counted_training_rows(mirror: Path) -> None:
     assert counts["exact_duplicates_collapsed"] == 30 - len(pairs)
     with pytest.raises(ConfigError, match="persona_twins=-2"):
         TraceSpec(sources=sources, persona_twins=-2)
+    with pytest.raises(ConfigError, match=r"persona_halves='attack'.*--persona-halves benign"):
+        TraceSpec(sources=sources, persona_twins=15, persona_halves="attack")
+    half = build_trace(
+        TraceSpec(sources=sources, twins=0, persona_twins=15, persona_halves="benign"),
+        data_dir=mirror,
+    )
+    benign = half.frame[half.frame.source == PERSONA_SOURCE].reset_index(drop=True)
+    assert benign.text.tolist() == pairs[pairs.label == 0].text.tolist()
+    assert half.trace_id not in (trace.trace_id, plain.trace_id)
+    assert half.info["per_source"][PERSONA_SOURCE]["exact_duplicates_collapsed"] == 15 - len(benign)
 
 
 def test_train_ships_a_model_of_the_persona_trace(mirror: Path, tmp_path: Path) -> None:

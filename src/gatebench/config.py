@@ -48,6 +48,7 @@ class RunConfig(BaseModel):
     embedded_payloads: str = "attacks"
     twins: int = 3000
     persona_twins: int = 0
+    persona_halves: str = "both"
     chunk_chars: int = 4000
     chunk_overlap: int = 400
     # How the paths in `sources` are read (gatebench.data.local.FileOptions).
@@ -150,6 +151,7 @@ class RunConfig(BaseModel):
                 "embedded_payloads",
                 "twins",
                 "persona_twins",
+                "persona_halves",
             )
         }
         files = ("text_field", "label_field", "id_field", "group_field", "label_map")

@@ -40,6 +40,7 @@ from gatebench.seeding import child_sequence
 from gatebench.twins import TRIGGER_WORDS, TWINS_SOURCE, _english_training, _ranked_words
 
 __all__ = [
+    "PERSONA_HALVES",
     "PERSONA_RE",
     "PERSONA_SOURCE",
     "persona_frame_source",
@@ -53,6 +54,9 @@ MAX_FRAME_CHARS = 200
 MIN_HOST_CHARS = 20
 MAX_BENIGN_HOST_CHARS = 600
 MAX_ATTACK_HOST_CHARS = 300
+#: Which halves of each pair are built: ``both``, or ``benign`` alone (the frame before
+#: a benign request only, a twin of the kind :mod:`gatebench.twins` makes).
+PERSONA_HALVES = ("both", "benign")
 #: A sentence that casts the model as someone: the construction, not a topic.
 PERSONA_RE = re.compile(
     r"\b(?:act(?:ing)? as|you are (?:a|an|my|the)|you're (?:a|an|my|the)"
@@ -99,7 +103,7 @@ def persona_frames(frame: pd.DataFrame, trigger: set[str]) -> pd.DataFrame:
     return frames.drop_duplicates("frame").reset_index(drop=True)
 
 
-def persona_pairs(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFrame:
+def persona_pairs(frame: pd.DataFrame, *, n: int, seed: int, halves: str = "both") -> pd.DataFrame:
     """Up to ``n`` pairs (``2 n`` rows), in the trace frame's columns (role ``training``).
 
     Parameters
@@ -111,6 +115,9 @@ def persona_pairs(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFrame:
         host, or when two draws give the same text.
     seed : int
         Trace root seed.
+    halves : str
+        ``both``, or ``benign`` for the benign rows alone; the draws are the
+        same, so the benign rows are those ``both`` gives.
     """
     columns = list(frame.columns)
     if n <= 0:
@@ -135,7 +142,7 @@ def persona_pairs(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFrame:
         hosts = by_source[f["source"]]
         host = hosts.iloc[int(rng.integers(0, len(hosts)))]
         attack = attacks.iloc[int(rng.integers(0, len(attacks)))]
-        for tag, h in (("b", host), ("a", attack)):
+        for tag, h in (("b", host), ("a", attack))[: 2 if halves == "both" else 1]:
             text = f"{f['frame']} {h['text'].strip()}"
             sid = f"{PERSONA_SOURCE}:{f['source']}:{i}{tag}"
             out.append(constructed_row(sid, h, text, int(h["label"]), h["position"]))

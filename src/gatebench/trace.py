@@ -27,7 +27,12 @@ from gatebench.data.presets import DEFAULT_SOURCES, PAPER_SOURCES, TRAINING_SOUR
 from gatebench.data.resolve import data_dir_from_env, resolve_files, resolve_root
 from gatebench.data.sources import expand_sources
 from gatebench.errors import ConfigError, DataError, SourceMissingError
-from gatebench.persona import PERSONA_DESCRIPTION, PERSONA_SOURCE, persona_pairs
+from gatebench.persona import (
+    PERSONA_DESCRIPTION,
+    PERSONA_HALVES,
+    PERSONA_SOURCE,
+    persona_pairs,
+)
 from gatebench.seeding import child_seed, child_sequence
 from gatebench.split import GroupResult, LSHParams, group_keys
 from gatebench.text import text_hash
@@ -129,6 +134,9 @@ class TraceSpec:
         LODO and with training corpora held out, they left never-seen benign
         prompts that open with a persona flagged as often or more
         (benchmarks/RESULTS.md), so they are opt-in.
+    persona_halves : str
+        Which rows of each persona pair are built: ``both`` (the default) or
+        ``benign`` (the frame before a benign request only).
     """
 
     sources: tuple[str, ...] = DEFAULT_SOURCES
@@ -142,6 +150,7 @@ class TraceSpec:
     embedded_payloads: str = "attacks"
     twins: int = 3000
     persona_twins: int = 0
+    persona_halves: str = "both"
     files: FileOptions = field(default_factory=FileOptions)
     paths: dict[str, str] = field(default_factory=dict)
 
@@ -169,6 +178,11 @@ class TraceSpec:
         if self.persona_twins < 0:
             raise ConfigError(
                 f"persona_twins={self.persona_twins} must be 0 (none) or a positive count of pairs"
+            )
+        if self.persona_halves not in PERSONA_HALVES:
+            raise ConfigError(
+                f"persona_halves={self.persona_halves!r}; choose one of "
+                f"{', '.join(PERSONA_HALVES)}, e.g. --persona-halves benign"
             )
         if self.embedded_payloads not in EMBEDDED_PAYLOADS:
             raise ConfigError(
@@ -244,6 +258,8 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
         payload["twins"] = spec.twins
     if spec.persona_twins:
         payload["persona_twins"] = spec.persona_twins
+        if spec.persona_halves != "both":
+            payload["persona_halves"] = spec.persona_halves
     if spec.embedded and spec.embedded_payloads != "attacks":
         # Only when it changes the rows, so the ids of earlier traces stay valid.
         payload["embedded_payloads"] = spec.embedded_payloads
@@ -474,11 +490,13 @@ def build_trace(
         frame = pd.concat([frame, twins], ignore_index=True)
         per_source[TWINS_SOURCE] = constructed_source_counts(spec.twins, twins, TWINS_DESCRIPTION)
         languages = count_given_languages(languages, twins)
-    pairs = persona_pairs(frame, n=spec.persona_twins, seed=spec.seed)
+    pairs = persona_pairs(frame, n=spec.persona_twins, seed=spec.seed, halves=spec.persona_halves)
     if len(pairs):
         frame = pd.concat([frame, pairs], ignore_index=True)
         per_source[PERSONA_SOURCE] = constructed_source_counts(
-            2 * spec.persona_twins, pairs, PERSONA_DESCRIPTION
+            spec.persona_twins * (2 if spec.persona_halves == "both" else 1),
+            pairs,
+            PERSONA_DESCRIPTION,
         )
         languages = count_given_languages(languages, pairs)
     frame["label"] = frame["label"].astype("int8")

@@ -31,6 +31,7 @@ __all__ = [
     "IdField",
     "LabelField",
     "LabelMap",
+    "PersonaHalves",
     "PersonaTwins",
     "Roles",
     "Seed",
@@ -109,6 +110,13 @@ PersonaTwins = Annotated[
         "--persona-twins",
         help="Constructed training pairs: a persona frame from a benign training prompt "
         "before a benign request and before a training attack (default 0).",
+    ),
+]
+PersonaHalves = Annotated[
+    str | None,
+    typer.Option(
+        "--persona-halves",
+        help="Which rows of each --persona-twins pair are built: both (default) or benign.",
     ),
 ]
 SkipMissing = Annotated[
