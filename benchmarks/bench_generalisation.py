@@ -287,7 +287,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
+    from gatebench.augment import EMBEDDED_PAYLOADS
     from gatebench.config import RunConfig
+    from gatebench.persona import PERSONA_HALVES
 
     # The trace options default to `gatebench run`'s, read from its config, not restated.
     run = RunConfig()
@@ -307,36 +309,35 @@ def main() -> None:
         default=run.seed,
         help="root of each refit's inner split and detector seed (another value: another draw)",
     )
-    ap.add_argument(
-        "--embedded",
-        type=int,
-        default=run.embedded,
-        help="embedded injections (default %(default)s)",
-    )
-    ap.add_argument(
-        "--embedded-payloads",
-        choices=("attacks", "instructions", "mixed"),
-        default=run.embedded_payloads,
-        help="what the embedded rows embed (default %(default)s)",
-    )
-    ap.add_argument(
-        "--twins",
-        type=int,
-        default=run.twins,
-        help="constructed benign twins (default %(default)s)",
-    )
-    ap.add_argument(
-        "--persona-twins",
-        type=int,
-        default=run.persona_twins,
-        help="constructed persona pairs (default %(default)s)",
-    )
-    ap.add_argument(
-        "--persona-halves",
-        choices=("both", "benign"),
-        default=run.persona_halves,
-        help="which rows of each persona pair are built (default %(default)s)",
-    )
+    # The trace's constructed rows, as `gatebench run` takes them.
+    for flag, attr, what in (
+        ("--embedded", "embedded", "embedded injections"),
+        ("--twins", "twins", "constructed benign twins"),
+        ("--persona-twins", "persona_twins", "constructed persona pairs"),
+    ):
+        ap.add_argument(
+            flag, type=int, default=getattr(run, attr), help=f"{what} (default %(default)s)"
+        )
+    for flag, attr, choices, what in (
+        (
+            "--embedded-payloads",
+            "embedded_payloads",
+            EMBEDDED_PAYLOADS,
+            "what the embedded rows embed",
+        ),
+        (
+            "--persona-halves",
+            "persona_halves",
+            PERSONA_HALVES,
+            "which rows of a persona pair are built",
+        ),
+    ):
+        ap.add_argument(
+            flag,
+            choices=tuple(choices),
+            default=getattr(run, attr),
+            help=f"{what} (default %(default)s)",
+        )
     ap.add_argument(
         "--cap", action="append", default=[], help="source cap NAME=ROWS or NAME=none (as run)"
     )
