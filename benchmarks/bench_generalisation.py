@@ -108,11 +108,11 @@ def _built_from(frame: pd.DataFrame, held: np.ndarray) -> np.ndarray:
     held-out corpus still shapes them; under LODO no evaluation text does.)
     """
     from gatebench.augment import EMBEDDED_SOURCE, MAX_INSTRUCTION_CHARS, MAX_PAYLOAD_CHARS
-    from gatebench.constructed import hosted_by
+    from gatebench.constructed import built_from, hosted_by
 
     held_sources = sorted(set(frame.loc[held, "source"]))
     host = frame["parent_id"].fillna("").str.split(":").str[0].isin(held_sources).to_numpy()
-    twin = hosted_by(frame, held_sources)
+    twin = hosted_by(built_from(frame), held_sources)
     made = (frame["source"] == EMBEDDED_SOURCE).to_numpy()
     if not made.any():
         return twin

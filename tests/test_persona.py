@@ -13,7 +13,7 @@ import pytest
 from cli_checks import fails_cleanly, runner
 from gatebench.cli import app
 from gatebench.config import RunConfig
-from gatebench.constructed import CONSTRUCTED_SOURCES, hosted_by
+from gatebench.constructed import CONSTRUCTED_SOURCES, built_from, hosted_by
 from gatebench.errors import ConfigError
 from gatebench.modeldir import MANIFEST
 from gatebench.persona import (
@@ -109,14 +109,15 @@ def test_a_persona_row_leaves_a_refit_with_its_host_or_its_frame_source() -> Non
     frame = _frame()
     pairs = persona_pairs(frame, n=20, seed=5)
     both = pd.concat([frame, pairs], ignore_index=True)
+    origins = built_from(both)
     persona = (both.source == PERSONA_SOURCE).to_numpy()
     attack = persona & (both.label == 1).to_numpy()
     # Holding the frames' source out takes every pair with it, attacks included.
-    assert np.array_equal(hosted_by(both, ["chat"]), persona)
+    assert np.array_equal(hosted_by(origins, ["chat"]), persona)
     # Holding an attack corpus out takes its attack rows and nothing else.
     harm = both.parent_id.str.startswith("harm:").to_numpy()
-    assert np.array_equal(hosted_by(both, ["harm"]), attack & harm)
-    assert not hosted_by(both, ["maths", "evalset"]).any()
+    assert np.array_equal(hosted_by(origins, ["harm"]), attack & harm)
+    assert not hosted_by(origins, ["maths", "evalset"]).any()
     assert PERSONA_SOURCE in CONSTRUCTED_SOURCES
 
 

@@ -54,9 +54,10 @@ MAX_FRAME_CHARS = 200
 MIN_HOST_CHARS = 20
 MAX_BENIGN_HOST_CHARS = 600
 MAX_ATTACK_HOST_CHARS = 300
-#: Which halves of each pair are built: ``both``, or ``benign`` alone (the frame before
-#: a benign request only, a twin of the kind :mod:`gatebench.twins` makes).
-PERSONA_HALVES = ("both", "benign")
+#: Which halves of each pair are built, and so how many rows a pair gives: ``both``, or
+#: ``benign`` alone (the frame before a benign request, a twin of the kind
+#: :mod:`gatebench.twins` makes).
+PERSONA_HALVES = {"both": 2, "benign": 1}
 #: A sentence that casts the model as someone: the construction, not a topic.
 PERSONA_RE = re.compile(
     r"\b(?:act(?:ing)? as|you are (?:a|an|my|the)|you're (?:a|an|my|the)"
@@ -90,7 +91,11 @@ def persona_frames(frame: pd.DataFrame, trigger: set[str]) -> pd.DataFrame:
     trigger : set of str
         Learned trigger words; a sentence holding one is not a frame.
     """
-    rows = _loaded_english(frame)
+    return _frames(_loaded_english(frame), trigger)
+
+
+def _frames(rows: pd.DataFrame, trigger: set[str]) -> pd.DataFrame:
+    """:func:`persona_frames` of rows already narrowed to the loaded English training rows."""
     out = []
     for _, row in rows[rows["label"] == 0].iterrows():
         first = _SENTENCE_RE.split(row["text"].strip(), maxsplit=1)[0].strip()
@@ -124,11 +129,10 @@ def persona_pairs(frame: pd.DataFrame, *, n: int, seed: int, halves: str = "both
         return pd.DataFrame(columns=columns)
     rows = _loaded_english(frame)
     # The lexicon of :func:`gatebench.twins.trigger_words`, learned before any twin existed.
-    frames = persona_frames(frame, set(_ranked_words(rows, TRIGGER_WORDS)))
+    frames = _frames(rows, set(_ranked_words(rows, TRIGGER_WORDS)))
     lengths = rows["text"].str.len()
-    plain = ~rows["text"].str.contains(PERSONA_RE)
     benign = rows[(rows["label"] == 0) & lengths.between(MIN_HOST_CHARS, MAX_BENIGN_HOST_CHARS)]
-    benign = benign[plain.loc[benign.index]]
+    benign = benign[~benign["text"].str.contains(PERSONA_RE)]
     attacks = rows[(rows["label"] == 1) & lengths.between(MIN_HOST_CHARS, MAX_ATTACK_HOST_CHARS)]
     frames = frames[frames["source"].isin(set(benign["source"]))].reset_index(drop=True)
     if frames.empty or attacks.empty:
@@ -142,7 +146,7 @@ def persona_pairs(frame: pd.DataFrame, *, n: int, seed: int, halves: str = "both
         hosts = by_source[f["source"]]
         host = hosts.iloc[int(rng.integers(0, len(hosts)))]
         attack = attacks.iloc[int(rng.integers(0, len(attacks)))]
-        for tag, h in (("b", host), ("a", attack))[: 2 if halves == "both" else 1]:
+        for tag, h in (("b", host), ("a", attack))[: PERSONA_HALVES[halves]]:
             text = f"{f['frame']} {h['text'].strip()}"
             sid = f"{PERSONA_SOURCE}:{f['source']}:{i}{tag}"
             out.append(constructed_row(sid, h, text, int(h["label"]), h["position"]))

@@ -494,7 +494,7 @@ def build_trace(
     if len(pairs):
         frame = pd.concat([frame, pairs], ignore_index=True)
         per_source[PERSONA_SOURCE] = constructed_source_counts(
-            spec.persona_twins * (2 if spec.persona_halves == "both" else 1),
+            spec.persona_twins * PERSONA_HALVES[spec.persona_halves],
             pairs,
             PERSONA_DESCRIPTION,
         )

@@ -29,7 +29,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 
 from gatebench.augment import EMBEDDED_SOURCE
 from gatebench.config import UNSEEN_FPR, UNSEEN_HOLDOUT
-from gatebench.constructed import CONSTRUCTED_SOURCES, hosted_by
+from gatebench.constructed import CONSTRUCTED_SOURCES, built_from, hosted_by
 from gatebench.cv import FoldTask, fit_fold
 from gatebench.detectors import DetectorSpec
 from gatebench.detectors.protocol import check_scores
@@ -120,10 +120,11 @@ def _tasks(frame: pd.DataFrame, folds: np.ndarray, spec: DetectorSpec, seed: int
     sources = frame["source"].astype(str).to_numpy()
     # An embedded row's payload may be a held-out attack, which no column records.
     embedded = sources == EMBEDDED_SOURCE
+    origins = built_from(frame)
     tasks = []
     for fold in range(int(folds.max()) + 1):
         test = np.flatnonzero(folds == fold)
-        held = hosted_by(frame, np.unique(sources[test]))
+        held = hosted_by(origins, np.unique(sources[test]))
         train = np.flatnonzero((folds != fold) & ~held & ~embedded)
         tasks.append(
             FoldTask(
