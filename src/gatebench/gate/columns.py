@@ -19,6 +19,7 @@ from gatebench.gate.heads import (
     RoutedMultilingualHead,
     SentenceNeighbourHead,
 )
+from gatebench.gate.shift import SHIFT_NAMES
 from gatebench.gate.views import Views
 
 __all__ = [
@@ -37,8 +38,13 @@ def feature_columns(meta_features: str) -> np.ndarray:
     return np.array([meta_features == "all" or f not in STYLE_FEATURES for f in FEATURE_NAMES])
 
 
-def column_names(head_names: Sequence[str], feature_cols: np.ndarray, *, combine: str) -> list[str]:
-    """Names of a combiner's input columns for the heads ``head_names``, in order."""
+def column_names(
+    head_names: Sequence[str], feature_cols: np.ndarray, *, combine: str, shift: bool = False
+) -> list[str]:
+    """Names of a combiner's input columns for the heads ``head_names``, in order.
+
+    ``shift``: the topic-shift columns follow the handcrafted features.
+    """
     if combine == "mean":
         return [f"{h}_logit" for h in head_names]
     names = []
@@ -47,7 +53,8 @@ def column_names(head_names: Sequence[str], feature_cols: np.ndarray, *, combine
             names += [f"{h}_att_max", f"{h}_att_topk", f"{h}_ben_max", f"{h}_ben_topk"]
         else:
             names.append(f"{h}_margin")
-    return names + [f for f, keep in zip(FEATURE_NAMES, feature_cols, strict=True) if keep]
+    names += [f for f, keep in zip(FEATURE_NAMES, feature_cols, strict=True) if keep]
+    return names + list(SHIFT_NAMES) if shift else names
 
 
 def column_direction(column: str) -> int:
@@ -71,9 +78,11 @@ def combiner_input(
 ) -> np.ndarray:
     """A combiner's input: head columns and meta-features, or one log-odds column per head.
 
-    ``per_head`` holds each head's :meth:`Head.meta_x` columns, in the order
-    of ``heads`` (the fast heads, then for the deferred combiner the MiniLM
-    heads); ``heads`` may run longer than ``per_head``. The columns of
+    The meta-features are the handcrafted ``feature_cols``, then the
+    topic-shift columns where ``views.shift`` holds them. ``per_head`` holds
+    each head's :meth:`Head.meta_x` columns, in the order of ``heads`` (the
+    fast heads, then for the deferred combiner the MiniLM heads); ``heads``
+    may run longer than ``per_head``. The columns of
     ``english_heads`` are missing (NaN) for the texts ``views.routed`` marks:
     all of them (``english_scope="routed"``), or those whose language the
     multilingual encoder reads (``"encoder"``, ``views.encoder_language``).
@@ -93,7 +102,8 @@ def combiner_input(
         ]
         return np.column_stack(cols).astype(np.float64)
     features = views.features[:, feature_cols]
-    return np.column_stack([*per_head, features]).astype(np.float64)
+    shift = () if views.shift is None else (views.shift,)
+    return np.column_stack([*per_head, features, *shift]).astype(np.float64)
 
 
 def read_as_routed(

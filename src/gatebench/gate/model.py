@@ -222,6 +222,12 @@ class Gate:
         The trees then learn what to make of the multilingual column alone
         from the whole training set, read through the encoder, and not only
         from the non-English training text. Needs ``english_heads``.
+    shift_features : bool
+        Give the combiners three topic-shift columns
+        (:mod:`~gatebench.gate.shift`): how far a text's most distant line or
+        sentence reads from the rest of it, how much it stands out, and whether
+        it instructs. An instruction planted in a document changes its subject
+        where the heads, reading the document as one bag, see nothing.
     """
 
     name = "gate"
@@ -260,6 +266,7 @@ class Gate:
         english_heads: Sequence[str] | None = None,
         english_scope: str = "encoder",
         routed_copies: bool = False,
+        shift_features: bool = False,
     ) -> None:
         if english_heads is None:
             routed = RoutedMultilingualHead.name in heads
@@ -277,6 +284,7 @@ class Gate:
             english_heads=english_heads,
             english_scope=english_scope,
             routed_copies=routed_copies,
+            shift_features=shift_features,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -321,6 +329,7 @@ class Gate:
         self.english_heads = tuple(english_heads)
         self.english_scope = english_scope
         self.routed_copies = bool(routed_copies)
+        self.shift_features = bool(shift_features)
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------
@@ -347,6 +356,7 @@ class Gate:
                     else None
                 ),
                 route=RoutedMultilingualHead.name in self.head_names,
+                shift=self.shift_features,
             )
             self._plain = self._featurizer.without_cache()
         return self._featurizer
@@ -438,7 +448,9 @@ class Gate:
     def meta_names(self, *, sentence: bool = False) -> list[str]:
         """Column names of the fast combiner's input (``sentence``: the deferred one's)."""
         heads = [*self.head_names, *(SENTENCE_HEAD_TYPES if sentence else ())]
-        return column_names(heads, self._feature_cols, combine=self.combine)
+        return column_names(
+            heads, self._feature_cols, combine=self.combine, shift=self.shift_features
+        )
 
     # -- fit ---------------------------------------------------------------------------
     def fit(

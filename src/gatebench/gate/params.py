@@ -38,6 +38,7 @@ def check_params(
     english_heads: Sequence[str] = (),
     english_scope: str = "encoder",
     routed_copies: bool = False,
+    shift_features: bool = False,
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -87,6 +88,11 @@ def check_params(
             "routed_copies=true reads English rows as routed text without the English "
             f"heads' columns, so it needs english_heads; heads={list(heads)!r} has none "
             f"(add {routed!r}, or leave routed_copies off)"
+        )
+    if shift_features and combine == "mean":
+        raise ValueError(
+            "shift_features=true adds combiner columns, which combine='mean' does not read "
+            "(it averages the heads' log-odds); use combine='trees' or 'blend'"
         )
     if not 0.0 <= band_fraction < 1.0:
         raise ValueError(f"band_fraction={band_fraction!r} must be in [0, 1), e.g. 0.1")

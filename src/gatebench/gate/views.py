@@ -26,6 +26,7 @@ from gatebench.gate.multilingual import (
     route_fingerprint,
     route_flags,
 )
+from gatebench.gate.shift import SHIFT_NAMES, shift_features
 from gatebench.gate.static_embed import StaticEmbedder
 from gatebench.gate.textpool import beside
 from gatebench.text import text_hash
@@ -57,6 +58,9 @@ class Views:
     encoder_language: np.ndarray | None = None
     #: :func:`text_keys` of ``texts``, computed on first use.
     keys: np.ndarray | None = None
+    #: Topic-shift columns (:data:`~gatebench.gate.shift.SHIFT_NAMES`); filled
+    #: only when the featurizer was built with ``shift=True``.
+    shift: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -80,6 +84,7 @@ class Views:
             routed=None if self.routed is None else self.routed[idx],
             encoder_language=None if self.encoder_language is None else self.encoder_language[idx],
             keys=None if self.keys is None else self.keys[idx],
+            shift=None if self.shift is None else self.shift[idx],
         )
 
 
@@ -125,8 +130,10 @@ class Featurizer:
         cache_dir: Path | str | None = None,
         multilingual: MultilingualEncoder | None = None,
         route: bool = False,
+        shift: bool = False,
     ) -> None:
         self.embedder = embedder
+        self.shift = bool(shift)
         self.multilingual = multilingual
         self.route = bool(route)
         self.char_ngrams = (int(char_ngrams[0]), int(char_ngrams[1]))
@@ -137,6 +144,7 @@ class Featurizer:
         self._feature_cache: VectorCache | None = None
         self._multilingual_cache: VectorCache | None = None
         self._route_cache: VectorCache | None = None
+        self._shift_cache: VectorCache | None = None
         if cache_dir is not None:
             key = embedder.fingerprint()
             self._static_cache = VectorCache(cache_dir, f"static-{key}")
@@ -149,6 +157,8 @@ class Featurizer:
                 langs = ",".join(sorted(ENCODER_LANGUAGES))
                 key = hashlib.sha256(langs.encode()).hexdigest()[:8]
                 self._route_cache = VectorCache(cache_dir, f"route-{route_fingerprint()}-{key}")
+            if shift:
+                self._shift_cache = VectorCache(cache_dir, f"shift-v1-{embedder.fingerprint()}")
 
     def static(self, texts: Sequence[str]) -> np.ndarray:
         """Static embeddings, through the cache when there is one."""
@@ -181,6 +191,18 @@ class Featurizer:
             return route_flags(texts)
         return self._route_cache.get_or_compute(texts, route_flags).reshape(len(texts), 2)
 
+    def shift_view(self, texts: Sequence[str]) -> np.ndarray | None:
+        """Topic-shift columns of ``texts`` (cached), or ``None`` when ``shift`` is off."""
+        if not self.shift:
+            return None
+        if self._shift_cache is None or not texts:
+            vectors = shift_features(texts, self.embedder)
+        else:
+            vectors = self._shift_cache.get_or_compute(
+                texts, lambda t: shift_features(t, self.embedder)
+            )
+        return vectors.reshape(len(texts), len(SHIFT_NAMES))
+
     def without_cache(self) -> Featurizer:
         """The same featurizer with no disk cache (for derived texts such as windows)."""
         return Featurizer(
@@ -191,6 +213,7 @@ class Featurizer:
             word_features=self.word_features,
             multilingual=self.multilingual,
             route=self.route,
+            shift=self.shift,
         )
 
     def __call__(self, texts: Sequence[str], *, full: bool = True) -> Views:
@@ -219,6 +242,7 @@ class Featurizer:
                 multilingual=multilingual(),
                 routed=routed,
                 encoder_language=None if flags is None else flags[:, 1] > 0.5,
+                shift=self.shift_view(texts),
             )
 
     def _multilingual_view(
