@@ -19,7 +19,7 @@ from gatebench.gate.heads import (
     RoutedMultilingualHead,
     SentenceNeighbourHead,
 )
-from gatebench.gate.shift import SHIFT_NAMES
+from gatebench.gate.topic_shift import SHIFT_NAMES
 from gatebench.gate.views import Views
 
 __all__ = [

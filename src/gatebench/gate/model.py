@@ -224,7 +224,7 @@ class Gate:
         from the non-English training text. Needs ``english_heads``.
     shift_features : bool
         Give the combiners three topic-shift columns
-        (:mod:`~gatebench.gate.shift`): how far a text's most distant line or
+        (:mod:`~gatebench.gate.topic_shift`): how far a text's most distant line or
         sentence reads from the rest of it, how much it stands out, and whether
         it instructs. An instruction planted in a document changes its subject
         where the heads, reading the document as one bag, see nothing.

@@ -26,9 +26,9 @@ from gatebench.gate.multilingual import (
     route_fingerprint,
     route_flags,
 )
-from gatebench.gate.shift import SHIFT_NAMES, shift_features
 from gatebench.gate.static_embed import StaticEmbedder
 from gatebench.gate.textpool import beside
+from gatebench.gate.topic_shift import SHIFT_NAMES, shift_features
 from gatebench.text import text_hash
 
 __all__ = ["Featurizer", "Views", "text_keys"]
@@ -58,7 +58,7 @@ class Views:
     encoder_language: np.ndarray | None = None
     #: :func:`text_keys` of ``texts``, computed on first use.
     keys: np.ndarray | None = None
-    #: Topic-shift columns (:data:`~gatebench.gate.shift.SHIFT_NAMES`); filled
+    #: Topic-shift columns (:data:`~gatebench.gate.topic_shift.SHIFT_NAMES`); filled
     #: only when the featurizer was built with ``shift=True``.
     shift: np.ndarray | None = None
 
