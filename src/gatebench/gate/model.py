@@ -228,6 +228,14 @@ class Gate:
         sentence reads from the rest of it, how much it stands out, and whether
         it instructs. An instruction planted in a document changes its subject
         where the heads, reading the document as one bag, see nothing.
+    combiner_only : sequence of str
+        Training sources whose rows only the combiners learn from: the heads
+        are cross-fitted and fitted without them, and their columns come from
+        the final heads, which never saw them. For constructed rows whose
+        lesson lies in the combiner columns (a planted instruction's topic
+        shift), not in their words: fitted on such rows, the n-gram heads
+        learn the planted request's wording as attack everywhere. Needs
+        ``fit(..., sources=...)``. Empty by default.
     """
 
     name = "gate"
@@ -267,6 +275,7 @@ class Gate:
         english_scope: str = "encoder",
         routed_copies: bool = False,
         shift_features: bool = False,
+        combiner_only: Sequence[str] = (),
     ) -> None:
         if english_heads is None:
             routed = RoutedMultilingualHead.name in heads
@@ -285,6 +294,7 @@ class Gate:
             english_scope=english_scope,
             routed_copies=routed_copies,
             shift_features=shift_features,
+            combiner_only=combiner_only,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -330,6 +340,7 @@ class Gate:
         self.english_scope = english_scope
         self.routed_copies = bool(routed_copies)
         self.shift_features = bool(shift_features)
+        self.combiner_only = tuple(combiner_only)
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------

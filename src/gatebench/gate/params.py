@@ -39,6 +39,7 @@ def check_params(
     english_scope: str = "encoder",
     routed_copies: bool = False,
     shift_features: bool = False,
+    combiner_only: Sequence[str] = (),
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -88,6 +89,11 @@ def check_params(
             "routed_copies=true reads English rows as routed text without the English "
             f"heads' columns, so it needs english_heads; heads={list(heads)!r} has none "
             f"(add {routed!r}, or leave routed_copies off)"
+        )
+    if isinstance(combiner_only, str):
+        raise ValueError(
+            f"combiner_only={combiner_only!r} must be a list of source names, "
+            f"e.g. [{combiner_only!r}]"
         )
     if shift_features and combine == "mean":
         raise ValueError(

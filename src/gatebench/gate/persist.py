@@ -126,6 +126,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "english_scope": gate.english_scope,
         "routed_copies": gate.routed_copies,
         "shift_features": gate.shift_features,
+        "combiner_only": list(gate.combiner_only),
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -261,6 +262,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         english_scope=str(meta.get("english_scope", "routed")),
         routed_copies=bool(meta.get("routed_copies", False)),
         shift_features=bool(meta.get("shift_features", False)),
+        combiner_only=tuple(meta.get("combiner_only", ())),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache

@@ -31,7 +31,14 @@ from gatebench.gate.views import Views
 if TYPE_CHECKING:
     from gatebench.gate.model import Gate
 
-__all__ = ["cluster_groups", "fit_gate", "hard_weights", "inner_groups", "row_weights"]
+__all__ = [
+    "cluster_groups",
+    "combiner_rows",
+    "fit_gate",
+    "hard_weights",
+    "inner_groups",
+    "row_weights",
+]
 
 _EPS = 1e-6
 
@@ -146,7 +153,8 @@ def fit_gate(
 
     # One grouping per fit: the fast and MiniLM heads are cross-fitted on the same folds.
     groups = inner_groups(gate, views, src)
-    heads, oof_meta, oof_dec = _stack(gate, gate._make_heads, views, y, groups, weight)
+    only = combiner_rows(gate, src)
+    heads, oof_meta, oof_dec = _stack(gate, gate._make_heads, views, y, groups, weight, only)
     t_cross = time.perf_counter()
     gate.heads = {h.name: h for h in heads}
     v_meta = [h.meta_x(h.x_of(v_views)) for h in heads]
@@ -163,7 +171,7 @@ def fit_gate(
     t_sent = time.perf_counter()
     if gate.sentence:
         p_base = _fit_sentence(
-            gate, views, y, v_views, v_y, (oof_meta, oof_dec), v_meta, groups, weight
+            gate, views, y, v_views, v_y, (oof_meta, oof_dec), v_meta, groups, weight, only
         )
     t_sent = time.perf_counter() - t_sent
     _set_head_thresholds(gate, v_views, v_y)
@@ -174,6 +182,7 @@ def fit_gate(
         "n_valid": len(v_texts),
         "weighted": weight is not None,
         "routed_copies": len(y_x) - len(y),
+        "combiner_only_rows": 0 if only is None else int(only.sum()),
         **shares,
         "best_iteration": gate.combiner.best_iteration,
         "band": list(gate.band),
@@ -240,6 +249,23 @@ def _new_combiner(gate: Gate, *, sentence: bool) -> Combiner | HeadMean | Blend:
     return trees
 
 
+def combiner_rows(gate: Gate, sources: np.ndarray | None) -> np.ndarray | None:
+    """Mask of the training rows only the combiners learn from (Gate's ``combiner_only``).
+
+    None when there are none. Raises when ``combiner_only`` is set but the
+    fit was given no sources to find its rows by.
+    """
+    if not gate.combiner_only:
+        return None
+    if sources is None:
+        raise ValueError(
+            f"combiner_only={list(gate.combiner_only)!r} names sources, but fit() got none; "
+            "pass fit(..., sources=...) (the harness does) or leave combiner_only empty"
+        )
+    only = np.isin(sources, gate.combiner_only)
+    return only if only.any() else None
+
+
 def _stack(
     gate: Gate,
     make: Callable[[], list[Head]],
@@ -247,8 +273,13 @@ def _stack(
     y: np.ndarray,
     groups: np.ndarray | None,
     weight: np.ndarray | None = None,
+    only: np.ndarray | None = None,
 ) -> tuple[list[Head], list[np.ndarray], np.ndarray]:
     """Cross-fit ``make()``'s heads, then fit each on every row (rows weighted by ``weight``).
+
+    Rows in ``only`` (:func:`combiner_rows`) are left out of the heads'
+    fits; their columns come from the final heads, which never saw them, so
+    they are out of sample like every other row's.
 
     With Gate's ``hard_rows`` the cross-fit runs twice: the first gives each
     row's out-of-fold miss per head (:func:`hard_weights`), the second and
@@ -259,6 +290,30 @@ def _stack(
     margins), the out-of-fold combiner columns of every head, and the
     out-of-fold margins (rows by heads).
     """
+
+    if only is not None:
+        keep, rest = np.flatnonzero(~only), np.flatnonzero(only)
+        heads, meta, dec = _stack(
+            gate,
+            make,
+            views.take(keep),
+            y[keep],
+            None if groups is None else groups[keep],
+            None if weight is None else weight[keep],
+        )
+        rest_views = views.take(rest)
+        rest_meta = [h.meta_x(h.x_of(rest_views)) for h in heads]
+        full_meta = []
+        for m, r in zip(meta, rest_meta, strict=True):
+            merged = np.empty((len(y), m.shape[1]), dtype=np.float64)
+            merged[keep], merged[rest] = m, r
+            full_meta.append(merged)
+        full_dec = np.empty((len(y), dec.shape[1]), dtype=np.float64)
+        full_dec[keep] = dec
+        full_dec[rest] = np.column_stack(
+            [h.decision_from_meta(r) for h, r in zip(heads, rest_meta, strict=True)]
+        )
+        return heads, full_meta, full_dec
 
     def inner(w: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray]:
         return cross_fit(
@@ -314,6 +369,7 @@ def _fit_sentence(
     v_meta: list[np.ndarray],
     groups: np.ndarray | None,
     weight: np.ndarray | None = None,
+    only: np.ndarray | None = None,
 ) -> np.ndarray:
     """Fit the MiniLM heads and the deferred combiner; return its validation P(attack).
 
@@ -324,7 +380,7 @@ def _fit_sentence(
     gate._sentence_views(views)
     gate._sentence_views(v_views)
     oof_meta, oof_dec = oof
-    heads, s_oof, _ = _stack(gate, gate._make_sentence_heads, views, y, groups, weight)
+    heads, s_oof, _ = _stack(gate, gate._make_sentence_heads, views, y, groups, weight, only)
     gate.sentence_heads = {h.name: h for h in heads}
     v_s = [h.meta_x(h.x_of(v_views)) for h in heads]
     x, y_x, w_x = _routed_copies(
