@@ -303,17 +303,11 @@ def _stack(
         )
         rest_views = views.take(rest)
         rest_meta = [h.meta_x(h.x_of(rest_views)) for h in heads]
-        full_meta = []
-        for m, r in zip(meta, rest_meta, strict=True):
-            merged = np.empty((len(y), m.shape[1]), dtype=np.float64)
-            merged[keep], merged[rest] = m, r
-            full_meta.append(merged)
-        full_dec = np.empty((len(y), dec.shape[1]), dtype=np.float64)
-        full_dec[keep] = dec
-        full_dec[rest] = np.column_stack(
+        rest_dec = np.column_stack(
             [h.decision_from_meta(r) for h, r in zip(heads, rest_meta, strict=True)]
         )
-        return heads, full_meta, full_dec
+        full_meta = [_scatter(keep, m, rest, r) for m, r in zip(meta, rest_meta, strict=True)]
+        return heads, full_meta, _scatter(keep, dec, rest, rest_dec)
 
     def inner(w: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray]:
         return cross_fit(
@@ -329,6 +323,13 @@ def _stack(
         head.fit_x(head.x_of(views), y, None if weight is None else head_weight(weight, j))
         head.calibrate(oof_dec[:, j], y)
     return heads, oof_meta, oof_dec
+
+
+def _scatter(keep: np.ndarray, a: np.ndarray, rest: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One array holding ``a``'s rows at positions ``keep`` and ``b``'s at ``rest``."""
+    out = np.empty((len(keep) + len(rest), a.shape[1]), dtype=np.float64)
+    out[keep], out[rest] = a, b
+    return out
 
 
 def _routed_copies(
