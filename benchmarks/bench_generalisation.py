@@ -202,6 +202,30 @@ def refit_row(
     }
 
 
+def trace_frame(**spec: Any) -> pd.DataFrame:
+    """The trace ``gatebench run`` builds by default, ``spec`` overriding its fields.
+
+    The scripts that read saved refits again match rows by trace position, so
+    they must build the very trace the refits were scored on.
+    """
+    from gatebench.config import RunConfig
+    from gatebench.trace import TraceSpec, build_trace
+
+    run = RunConfig()
+    fields: dict[str, Any] = {
+        "sources": ("default",),
+        "seed": run.seed,
+        "embedded": run.embedded,
+        "embedded_payloads": run.embedded_payloads,
+        "twins": run.twins,
+        "persona_twins": run.persona_twins,
+        "persona_halves": run.persona_halves,
+    }
+    data_dir = os.environ.get("GATEBENCH_DATA")
+    spec = TraceSpec(**{**fields, **spec})
+    return build_trace(spec, data_dir=data_dir, cache_dir=".cache/gatebench").frame
+
+
 def held_units(frame: pd.DataFrame, mode: str) -> dict[str, tuple[str, ...]]:
     """What each refit holds out: an evaluation source (LODO), a family (LOFO) or a corpus."""
     if mode == "corpora":
@@ -348,22 +372,17 @@ def main() -> None:
 
     from gatebench.cli.options import parse_caps
     from gatebench.constructed import CONSTRUCTED_SOURCES
-    from gatebench.trace import TraceSpec, build_trace
 
-    frame = build_trace(
-        TraceSpec(
-            sources=tuple(args.sources),
-            seed=args.seed,
-            embedded=args.embedded,
-            embedded_payloads=args.embedded_payloads,
-            twins=args.twins,
-            persona_twins=args.persona_twins,
-            persona_halves=args.persona_halves,
-            caps=parse_caps(args.cap),
-        ),
-        data_dir=os.environ.get("GATEBENCH_DATA"),
-        cache_dir=".cache/gatebench",
-    ).frame
+    frame = trace_frame(
+        sources=tuple(args.sources),
+        seed=args.seed,
+        embedded=args.embedded,
+        embedded_payloads=args.embedded_payloads,
+        twins=args.twins,
+        persona_twins=args.persona_twins,
+        persona_halves=args.persona_halves,
+        caps=parse_caps(args.cap),
+    )
     if args.mode == "lofo":
         # Constructed rows are never held out; each refit drops those built from held-out text.
         missing = (

@@ -14,7 +14,10 @@ again; nothing is refitted. Kinds:
 
 - ``segments``: three or more lines, sentences or serialised fields
   (:func:`gatebench.gate.topic_shift.segments`), against fewer;
-- ``length``: under 256, 256-1,023, and 1,024 or more characters.
+- ``length``: under 256, 256-1,023, and 1,024 or more characters;
+- ``data``: serialised data, against the rest: a dict or JSON text with three keys
+  or more, or three non-empty lines or more of which at least 30% are ``key:``
+  fields or table rows (a tool's output, a YAML record, a markdown table).
 
 Each row gives the LODO macro, the sources below 0.5, and the pooled FPR on
 held-out benign prompts and recall on held-out attacks; the ``none`` rows at
@@ -28,28 +31,32 @@ only moves along it can be told from one that ranks better. Usage::
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
+import re
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
+from bench_generalisation import _primary, pool_prompts, trace_frame
 from scipy.special import expit, logit
 
-_BENCH = Path(__file__).with_name("bench_generalisation.py")
+_FIELD = re.compile(r"^\s*(?:- )?['\"]?[A-Za-z_][\w .-]{0,30}['\"]?\s*:(?:\s|$)")
+_TABLE = re.compile(r"^\s*\|.*\|\s*$")
+_KEY = re.compile(r"['\"][A-Za-z_]\w{0,30}['\"]\s*:")
 
 
-def _bench() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_generalisation", _BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def data_like(text: str) -> bool:
+    """Whether ``text`` reads as serialised data rather than prose (the ``data`` kind)."""
+    if text.lstrip().lstrip("\"'")[:1] in "{[" and len(_KEY.findall(text[:4000])) >= 3:
+        return True
+    lines = [line for line in text.splitlines() if line.strip()][:200]
+    if len(lines) < 3:
+        return False
+    fields = sum(bool(_FIELD.match(line) or _TABLE.match(line)) for line in lines)
+    return fields / len(lines) >= 0.3
 
 
 def text_kinds(texts: list[str], rule: str) -> np.ndarray:
-    """Each text's kind under ``rule`` (``none``, ``segments`` or ``length``), as an int."""
+    """Each text's kind under ``rule`` (``none``, ``segments``, ``length``, ``data``), as an int."""
     if rule == "none":
         return np.zeros(len(texts), dtype=np.int64)
     if rule == "segments":
@@ -58,7 +65,9 @@ def text_kinds(texts: list[str], rule: str) -> np.ndarray:
         return np.array([len(segments(t)) >= 3 for t in texts], dtype=np.int64)
     if rule == "length":
         return np.digitize([len(t) for t in texts], [256, 1024]).astype(np.int64)
-    raise SystemExit(f"unknown kind rule {rule!r}: use none, segments or length")
+    if rule == "data":
+        return np.array([data_like(t) for t in texts], dtype=np.int64)
+    raise SystemExit(f"unknown kind rule {rule!r}: use none, segments, length or data")
 
 
 def kind_shifts(
@@ -75,7 +84,6 @@ def kind_shifts(
 
 
 def lodo_under(
-    bench: Any,
     frame: pd.DataFrame,
     scores: Path,
     kind: np.ndarray,
@@ -96,9 +104,9 @@ def lodo_under(
         sv = expit(lv + np.array([shift[int(k)] for k in kind[iv]]))
         st = expit(lt + np.array([shift.get(int(k), 0.0) for k in kind[te]]))
         theta = select_operating_point(y[iv], sv, max_fpr=tau).threshold
-        prompts = bench.pool_prompts(frame, te, st)
+        prompts = pool_prompts(frame, te, st)
         hit = prompts["s"].to_numpy() >= theta
-        primaries.append(bench._primary(prompts["y"].to_numpy(), hit)[1])
+        primaries.append(_primary(prompts["y"].to_numpy(), hit)[1])
         pooled.append(prompts.assign(hit=hit))
     p = pd.concat(pooled)
     return (
@@ -117,28 +125,14 @@ def main() -> None:
     ap.add_argument("--min-benign", type=int, default=50, help="fewest benign rows to move a kind")
     args = ap.parse_args()
 
-    from gatebench.config import RunConfig
-    from gatebench.trace import TraceSpec, build_trace
-
-    run = RunConfig()
-    spec = TraceSpec(
-        seed=run.seed,
-        embedded=run.embedded,
-        embedded_payloads=run.embedded_payloads,
-        twins=run.twins,
-        persona_twins=run.persona_twins,
-        persona_halves=run.persona_halves,
-    )
-    frame = build_trace(
-        spec, data_dir=os.environ.get("GATEBENCH_DATA"), cache_dir=".cache/gatebench"
-    ).frame
-    bench, texts = _bench(), frame["text"].tolist()
+    frame = trace_frame()
+    texts = frame["text"].tolist()
     print("| kinds | FPR bound | LODO macro | below 0.5 | held-out benign FPR | attack recall |")
     print("|---|---|---|---|---|---|")
     rows = [("none", tau) for tau in (0.005, 0.01, 0.02)] + [(k, 0.01) for k in args.kinds]
     for rule, tau in rows:
         macro, below, fpr, recall = lodo_under(
-            bench, frame, args.scores, text_kinds(texts, rule), args, tau
+            frame, args.scores, text_kinds(texts, rule), args, tau
         )
         print(f"| {rule} | {tau} | {macro:.3f} | {below} | {fpr:.3f} | {recall:.3f} |", flush=True)
 

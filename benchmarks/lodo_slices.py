@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from bench_generalisation import trace_frame
 from scipy.stats import binomtest
 
 
@@ -74,22 +74,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from gatebench.config import RunConfig
-    from gatebench.trace import TraceSpec, build_trace
 
-    run = RunConfig()
-    seed = run.seed if args.seed is None else args.seed
-    frame = build_trace(
-        TraceSpec(
-            seed=seed,
-            embedded=run.embedded,
-            embedded_payloads=run.embedded_payloads,
-            twins=run.twins,
-            persona_twins=run.persona_twins,
-            persona_halves=run.persona_halves,
-        ),
-        data_dir=os.environ.get("GATEBENCH_DATA"),
-        cache_dir=".cache/gatebench",
-    ).frame
+    seed = RunConfig().seed if args.seed is None else args.seed
+    frame = trace_frame(seed=seed)
     refits = {r["held_out"]: r for r in map(json.loads, args.lodo.read_text().splitlines())}
     print("| held out | slice | label | prompts | rate | value | 95% interval |")
     print("|---|---|---|---|---|---|---|")
