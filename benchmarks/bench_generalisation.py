@@ -392,9 +392,14 @@ def main() -> None:
         )
         if missing:
             raise SystemExit(f"sources in no family: {sorted(missing)}; add them to FAMILIES")
-    units = {
-        k: v for k, v in held_units(frame, args.mode).items() if not args.only or k in args.only
-    }
+    every = held_units(frame, args.mode)
+    unknown = sorted(set(args.only or ()) - set(every))
+    if unknown:
+        raise SystemExit(
+            f"--only {unknown}: no such held-out unit in --mode {args.mode}; "
+            f"choose from {sorted(every)}"
+        )
+    units = {k: v for k, v in every.items() if not args.only or k in args.only}
     done = set()
     if args.out.is_file():
         done = {json.loads(line)["held_out"] for line in args.out.read_text().splitlines()}
