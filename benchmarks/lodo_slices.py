@@ -26,8 +26,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_generalisation import trace_frame
+from bench_generalisation import pool_prompts, trace_frame
 from scipy.stats import binomtest
+
+from gatebench.config import RunConfig
 
 
 def source_meta(source: str, field: str, seed: int) -> dict[str, str]:
@@ -70,13 +72,10 @@ def main() -> None:
     ap.add_argument("lodo", type=Path, help="the LODO JSON lines (each refit's threshold)")
     ap.add_argument("scores", type=Path, help="the refits' row scores (--scores folder)")
     ap.add_argument("slices", nargs="+", help="SOURCE=META_FIELD, one per held-out source")
-    ap.add_argument("--seed", type=int, default=None, help="trace seed (gatebench run's)")
+    ap.add_argument("--seed", type=int, default=RunConfig().seed, help="trace seed (run's)")
     args = ap.parse_args()
 
-    from gatebench.config import RunConfig
-
-    seed = RunConfig().seed if args.seed is None else args.seed
-    frame = trace_frame(seed=seed)
+    frame = trace_frame(seed=args.seed)
     refits = {r["held_out"]: r for r in map(json.loads, args.lodo.read_text().splitlines())}
     print("| held out | slice | label | prompts | rate | value | 95% interval |")
     print("|---|---|---|---|---|---|---|")
@@ -85,13 +84,8 @@ def main() -> None:
         if source not in refits or not field:
             raise SystemExit(f"{spec!r}: give SOURCE=FIELD with a refit in {args.lodo}")
         z = np.load(args.scores / f"{source}.npz")
-        ids = frame["sample_id"].to_numpy()[z["test"]]
-        prompts = (
-            pd.DataFrame({"id": ids, "y": frame["label"].to_numpy()[z["test"]], "s": z["p_test"]})
-            .groupby("id")
-            .agg(y=("y", "first"), s=("s", "max"))
-        )
-        meta = source_meta(source, field, seed)
+        prompts = pool_prompts(frame, z["test"], z["p_test"])
+        meta = source_meta(source, field, args.seed)
         prompts["slice"] = [meta.get(i, "(not in the loader)") for i in prompts.index]
         table = slice_table(prompts, refits[source]["threshold"])
         for r in table.sort_values(["label", "value"]).itertuples():
