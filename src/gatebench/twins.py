@@ -50,8 +50,18 @@ _GAP_RE = re.compile(r"\s+")
 
 
 def _english_training(frame: pd.DataFrame) -> pd.DataFrame:
-    """Single-chunk English training-corpus rows (the only rows twins read)."""
-    keep = (frame["role"] == "training") & (frame["n_chunks"] == 1) & (frame["language"] == "en")
+    """Single-chunk English training-corpus prompts (the only rows twins read).
+
+    Prompts are user turns: the corpora's documents (worked solutions, reports)
+    are text a model reads, and a trigger word in one teaches nothing about the
+    requests that over-defence sets hold.
+    """
+    keep = (
+        (frame["role"] == "training")
+        & (frame["n_chunks"] == 1)
+        & (frame["language"] == "en")
+        & (frame["position"].fillna("user") == "user")
+    )
     return frame[keep]
 
 

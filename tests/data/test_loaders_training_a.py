@@ -207,7 +207,8 @@ def test_mgsm_english_repeats_gsm8k_test(mgsm: LoadResult, data_dir: Path) -> No
 
 def test_gsm8k_splits_and_known_rows(data_dir: Path) -> None:
     result = _mirror("gsm8k", data_dir)
-    assert Counter(s.meta["split"] for s in result.samples) == {"train": 7473, "test": 1319}
+    questions = [s for s in result.samples if s.position is None]
+    assert Counter(s.meta["split"] for s in questions) == {"train": 7473, "test": 1319}
     rows = _by_id(result)
     natalia = rows["gsm8k:train:1"]
     assert natalia.text == (
@@ -215,8 +216,25 @@ def test_gsm8k_splits_and_known_rows(data_dir: Path) -> None:
         "in May. How many clips did Natalia sell altogether in April and May?"
     )
     assert (natalia.label, natalia.language, natalia.meta["final_answer"]) == (0, "en", "72")
-    # Only the question is used: the worked solution never leaks into the text.
-    assert not any("####" in s.text or "<<" in s.text for s in result.samples)
+    # The question, a user turn, never carries the worked solution.
+    assert not any("####" in s.text or "<<" in s.text for s in questions)
+
+
+def test_gsm8k_solutions_are_benign_documents_beside_their_question(data_dir: Path) -> None:
+    result = _mirror("gsm8k", data_dir)
+    solutions = [s for s in result.samples if s.position is not None]
+    assert len(solutions) == 8792 and len(result.samples) == 2 * 8792
+    assert {(s.position, s.label, s.meta["kind"]) for s in solutions} == {
+        ("document", 0, "solution")
+    }
+    natalia = _by_id(result)["gsm8k:train:1:solution"]
+    assert natalia.parent_id == "gsm8k:train:1"
+    # Upstream's calculator markup is gone; the prose and the final line are kept.
+    assert natalia.text == (
+        "Natalia sold 48/2 = 24 clips in May.\n"
+        "Natalia sold 48+24 = 72 clips altogether in April and May.\n#### 72"
+    )
+    assert not any("<<" in s.text for s in solutions)
 
 
 def test_belle_known_row_and_classes(data_dir: Path) -> None:
@@ -337,8 +355,26 @@ def test_gsm8k_and_belle_report_bad_lines(tmp_path: Path) -> None:
     reasons = [m.reason for m in gsm.malformed]
     assert reasons[:2] == ["empty or whitespace-only text", "missing text"]
     assert reasons[2].startswith("invalid JSON line")
-    assert {s.sample_id for s in gsm.samples} == {"gsm8k:test:1", "gsm8k:train:1"}
+    # A valid question brings its solution; a refused one brings nothing more.
+    assert {s.sample_id for s in gsm.samples} == {
+        "gsm8k:test:1",
+        "gsm8k:train:1",
+        "gsm8k:test:1:solution",
+        "gsm8k:train:1:solution",
+    }
     assert gsm.samples[0].meta["final_answer"] == "4"
+    (data / "test.jsonl").write_text('{"question": "What is 1 + 1?"}\n', encoding="utf-8")
+    (data / "train.jsonl").write_text("", encoding="utf-8")
+    bare = get_loader("gsm8k").load(tmp_path / "gsm8k")
+    assert [s.sample_id for s in bare.samples] == ["gsm8k:test:1"]
+    assert bare.malformed == [
+        Malformed(
+            "gsm8k",
+            "grade_school_math/data/test.jsonl",
+            1,
+            "`answer` is missing or not a string: no solution document",
+        )
+    ]
 
     belle = tmp_path / "belle-eval" / "eval"
     belle.mkdir(parents=True)

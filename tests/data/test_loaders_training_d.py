@@ -116,9 +116,25 @@ def test_humaneval_text_is_the_prompt_only(data_dir: Path) -> None:
     assert first.text.startswith("from typing import List\n\n\ndef has_close_elements(")
     assert first.text.endswith('    True\n    """\n')
     assert first.meta["entry_point"] == "has_close_elements"
-    # The reference solution is an answer, not input.
-    assert not any("for idx, elem in enumerate(numbers)" in s.text for s in result.samples)
+    # The user turn is the stub: the reference solution is not input.
+    prompts = [s for s in result.samples if s.position is None]
+    assert len(prompts) == 164
+    assert not any("for idx, elem in enumerate(numbers)" in s.text for s in prompts)
     assert "humaneval:HumanEval/163" in rows
+
+
+def test_humaneval_completed_functions_are_benign_documents(data_dir: Path) -> None:
+    result = _mirror("humaneval", data_dir)
+    rows = _by_id(result)
+    whole = rows["humaneval:HumanEval/0:solution"]
+    assert (whole.position, whole.label, whole.parent_id) == (
+        "document",
+        0,
+        "humaneval:HumanEval/0",
+    )
+    assert whole.text.startswith(rows["humaneval:HumanEval/0"].text)
+    assert "for idx, elem in enumerate(numbers)" in whole.text
+    assert sum(s.position == "document" for s in result.samples) == 164
 
 
 def _write_gz(root: Path, payload: bytes) -> Path:
@@ -129,20 +145,39 @@ def _write_gz(root: Path, payload: bytes) -> Path:
 
 
 def test_humaneval_reports_bad_rows_inside_the_archive(tmp_path: Path) -> None:
-    good = {"task_id": "HumanEval/0", "prompt": "def f():\n    pass\n", "entry_point": "f"}
+    good = {
+        "task_id": "HumanEval/0",
+        "prompt": "def f():\n",
+        "canonical_solution": "    pass\n",
+        "entry_point": "f",
+    }
     empty = {"task_id": "HumanEval/1", "prompt": "", "entry_point": "g"}
+    unsolved = {"task_id": "HumanEval/3", "prompt": "def k():\n", "entry_point": "k"}
     payload = (
         json.dumps(good).encode()
         + b"\n"
         + json.dumps(empty).encode()
         + b'\n{"task_id": "HumanEval/2", "prompt": "def h(): # \xff\\n"}\n'
+        + json.dumps(unsolved).encode()
+        + b"\n"
     )
     _write_gz(tmp_path, payload)
     result = get_loader("humaneval").load(tmp_path)
-    assert [s.sample_id for s in result.samples] == ["humaneval:HumanEval/0"]
+    assert [s.sample_id for s in result.samples] == [
+        "humaneval:HumanEval/0",
+        "humaneval:HumanEval/0:solution",
+        "humaneval:HumanEval/3",
+    ]
+    assert result.samples[1].text == "def f():\n    pass\n"
     assert result.malformed == [
         Malformed("humaneval", "data/HumanEval.jsonl.gz", 2, "empty or whitespace-only text"),
         Malformed("humaneval", "data/HumanEval.jsonl.gz", 3, "invalid UTF-8 in text"),
+        Malformed(
+            "humaneval",
+            "data/HumanEval.jsonl.gz",
+            4,
+            "`canonical_solution` is missing: no function document",
+        ),
     ]
 
 
@@ -208,7 +243,8 @@ def ctibench(data_dir: Path) -> LoadResult:
 
 
 def test_ctibench_task_counts_and_text_column(ctibench: LoadResult) -> None:
-    assert Counter(s.meta["task"] for s in ctibench.samples) == {
+    prompts = [s for s in ctibench.samples if s.position is None]
+    assert Counter(s.meta["task"] for s in prompts) == {
         "rcm": 1000,
         "vsp": 1000,
         "ate": 60,
@@ -239,6 +275,8 @@ def test_ctibench_rcm_and_vsp_rows_on_one_cve_share_a_parent(ctibench: LoadResul
     assert rcm.text != vsp.text and "CVSS v3.1 Base Score" in vsp.text
     groups: dict[str, list[str]] = {}
     for s in ctibench.samples:
+        if s.position is not None:
+            continue
         if s.meta["task"] in ("rcm", "vsp"):
             assert s.parent_id == f"ctibench:{s.meta['cve']}"
             groups.setdefault(s.parent_id, []).append(s.meta["task"])
@@ -246,6 +284,22 @@ def test_ctibench_rcm_and_vsp_rows_on_one_cve_share_a_parent(ctibench: LoadResul
             assert s.parent_id is None
     assert len(groups) == 1000
     assert all(sorted(tasks) == ["rcm", "vsp"] for tasks in groups.values())
+
+
+def test_ctibench_documents_are_emitted_once_beside_their_prompt(ctibench: LoadResult) -> None:
+    documents = [s for s in ctibench.samples if s.position is not None]
+    assert Counter(s.meta["task"] for s in documents) == {"rcm": 1000, "ate": 60, "taa": 50}
+    assert {(s.position, s.label) for s in documents} == {("document", 0)}
+    rows = _by_id(ctibench)
+    cve = rows["ctibench:rcm:2:document"]
+    assert cve.text == (
+        "In the Linux kernel through 6.7.1, there is a use-after-free in cec_queue_msg_fh, "
+        "related to drivers/media/cec/core/cec-adap.c and drivers/media/cec/core/cec-api.c."
+    )
+    # The document shares a fold with every prompt that embeds it.
+    assert cve.parent_id == rows["ctibench:vsp:2"].parent_id == "ctibench:CVE-2024-23848"
+    taa = rows["ctibench:taa:2:document"]
+    assert taa.parent_id == "ctibench:taa:2" and taa.text in rows["ctibench:taa:2"].text
 
 
 def _write_tsv(path: Path, header: str, rows: list[bytes]) -> None:
@@ -285,7 +339,16 @@ def test_ctibench_reports_bad_rows_with_file_and_line(tmp_path: Path) -> None:
         Malformed("ctibench", "data/cti-rcm.tsv", 5, "invalid UTF-8 in text"),
     ]
     rows = _by_id(result)
-    assert sorted(rows) == ["ctibench:ate:2", "ctibench:rcm:2", "ctibench:taa:2", "ctibench:vsp:2"]
+    assert sorted(rows) == [
+        "ctibench:ate:2",
+        "ctibench:ate:2:document",
+        "ctibench:rcm:2",
+        "ctibench:rcm:2:document",
+        "ctibench:taa:2",
+        "ctibench:taa:2:document",
+        "ctibench:vsp:2",
+    ]
+    assert rows["ctibench:rcm:2:document"].text == "A bug."
     # Quote marks are literal text in upstream's unquoted TSV.
     assert rows["ctibench:rcm:2"].text == '"Quoted" start: map this CVE. A bug.'
     assert rows["ctibench:rcm:2"].parent_id == rows["ctibench:vsp:2"].parent_id

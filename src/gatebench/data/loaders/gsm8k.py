@@ -1,13 +1,20 @@
-"""GSM8K: grade-school maths word problems as benign, number-heavy user requests."""
+"""GSM8K: grade-school maths word problems as benign, number-heavy user requests.
+
+Each problem's worked solution is emitted too, as a benign document: explanatory
+prose that asks nothing, the kind of text a tool result or a retrieved page
+holds. A detector that reads text as data learns from such rows what data
+without an instruction in it looks like.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from gatebench.data.cards import DatasetCard
 from gatebench.data.loaders._base import Loader, LoadResult, RowSink, iter_jsonl
 from gatebench.data.resolve import resolve_files
-from gatebench.types import Family, Role
+from gatebench.types import Family, Position, Role
 
 _DIR = "grade_school_math/data"
 
@@ -22,18 +29,24 @@ CARD = DatasetCard(
         "K. Cobbe et al. Training Verifiers to Solve Math Word Problems. arXiv:2110.14168, 2021."
     ),
     family=Family.ALL_BENIGN,
-    expected_rows=(0, 8792),
+    expected_rows=(0, 17584),
     construction=(
-        "train.jsonl (7,473) + test.jsonl (1,319), text = `question` verbatim, label 0, "
-        "nothing excluded. The worked `answer` is not user input and is not used; only its "
-        "final number (after '####') is kept in meta, with the split. Sample id = "
-        "`<split>:<line>`. language 'en'. The 250 English MGSM problems are taken from the "
-        "test split, so they reappear in the `mgsm` source; the trace's cross-source "
-        "duplicate check handles that overlap. The socratic variants repeat the same "
-        "questions and are not mirrored."
+        "train.jsonl (7,473) + test.jsonl (1,319), text = `question` verbatim, label 0, nothing"
+        " excluded; its final number (after '####') is kept in meta, with the split. Sample id "
+        "= `<split>:<line>`. The worked `answer` is emitted as a second row, position document,"
+        " label 0, with upstream's `<<calculator>>` annotations removed (markup for the solver,"
+        " not prose); sample id `<split>:<line>:solution`, parent_id = its question, so both "
+        "share a fold. language 'en'. The 250 English MGSM problems are taken from the test "
+        "split, so they reappear in the `mgsm` source; the trace's cross-source duplicate check"
+        " handles that overlap. The socratic variants repeat the same questions and are not "
+        "mirrored."
     ),
     role=Role.TRAINING,
+    version=2,
 )
+
+
+_CALCULATOR = re.compile(r"<<[^<>]*>>")
 
 
 def _final_answer(answer: object) -> str | None:
@@ -44,14 +57,32 @@ def _final_answer(answer: object) -> str | None:
     return answer.rsplit("####", 1)[1].strip()
 
 
+def _add_solution(sink: RowSink, path: Path, line: int, split: str, answer: object) -> None:
+    """Emit a valid question's worked solution as a benign document."""
+    if not isinstance(answer, str):
+        sink.reject(path, line, "`answer` is missing or not a string: no solution document")
+        return
+    sink.add(
+        _CALCULATOR.sub("", answer),
+        0,
+        path=path,
+        line=line,
+        sample_id=f"{split}:{line}:solution",
+        parent_id=f"{split}:{line}",
+        language="en",
+        position=Position.DOCUMENT,
+        meta={"split": split, "kind": "solution"},
+    )
+
+
 def load(root: Path, *, seed: int = 0) -> LoadResult:
-    """Read both splits; every ``question`` is a benign maths problem."""
+    """Read both splits: every ``question`` (a user turn) and its worked solution (a document)."""
     sink = RowSink(CARD.name, root)
     for path in resolve_files(CARD, root):
         split = path.stem
         for lineno, row in iter_jsonl(path, sink):
             record = row if isinstance(row, dict) else {}
-            sink.add(
+            question = sink.add(
                 record.get("question"),
                 0,
                 path=path,
@@ -60,6 +91,8 @@ def load(root: Path, *, seed: int = 0) -> LoadResult:
                 language="en",
                 meta={"split": split, "final_answer": _final_answer(record.get("answer"))},
             )
+            if question is not None:
+                _add_solution(sink, path, lineno, split, record.get("answer"))
     return sink.result
 
 

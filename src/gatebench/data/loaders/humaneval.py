@@ -1,4 +1,9 @@
-"""HumanEval: 164 Python function stubs (signature plus docstring) as benign code-shaped input."""
+"""HumanEval: 164 Python function stubs (signature plus docstring) as benign code-shaped input.
+
+Each stub completed with its canonical solution is emitted too, as a benign
+document: a whole documented function, the code a tool or a file read hands an
+agent, which asks nothing.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from gatebench.data.cards import DatasetCard
 from gatebench.data.loaders._base import Loader, LoadResult, RowSink
 from gatebench.data.resolve import resolve_files
 from gatebench.errors import DataError
-from gatebench.types import Family, Role
+from gatebench.types import Family, Position, Role
 
 CARD = DatasetCard(
     name="humaneval",
@@ -24,17 +29,20 @@ CARD = DatasetCard(
         "M. Chen et al. Evaluating Large Language Models Trained on Code. arXiv:2107.03374, 2021."
     ),
     family=Family.ALL_BENIGN,
-    expected_rows=(0, 164),
+    expected_rows=(0, 328),
     construction=(
         "Reads the gzip-compressed JSONL as upstream ships it; text = `prompt` verbatim "
         "(imports, signature and docstring with doctest examples), label 0, 164 rows, nothing "
-        "excluded. No instruction such as 'Complete this function:' is prepended: one fixed "
-        "prefix on every row would hand a classifier a source marker instead of teaching it "
-        "that code with comments is benign. `canonical_solution` and `test` are not used "
-        "(they are answers, not user input). Sample id = `task_id`; `entry_point` in meta. "
-        "language 'en' (the docstrings are English)."
+        "excluded. Each problem is also emitted whole, `prompt` + `canonical_solution` (the "
+        "function as a file would hold it), position document, label 0, sample id "
+        "`<task_id>:solution`, parent_id = the problem. No instruction such as 'Complete this "
+        "function:' is prepended: one fixed prefix on every row would hand a classifier a "
+        "source marker instead of teaching it that code with comments is benign. `test` is not "
+        "used. Sample id = `task_id`; `entry_point` in meta. language 'en' (the docstrings are "
+        "English)."
     ),
     role=Role.TRAINING,
+    version=2,
 )
 
 
@@ -52,7 +60,7 @@ def _gunzip(path: Path) -> str:
 
 
 def load(root: Path, *, seed: int = 0) -> LoadResult:
-    """Decompress the problem file and emit one row per problem ``prompt``."""
+    """Decompress the problem file; emit each ``prompt`` and the completed function."""
     sink = RowSink(CARD.name, root)
     for path in resolve_files(CARD, root):
         for lineno, raw in enumerate(_gunzip(path).splitlines(), start=1):
@@ -65,14 +73,32 @@ def load(root: Path, *, seed: int = 0) -> LoadResult:
                 continue
             record = row if isinstance(row, dict) else {}
             task = record.get("task_id")
-            sink.add(
+            sid = task if isinstance(task, str) and task else f"line{lineno}"
+            stub = sink.add(
                 record.get("prompt"),
                 0,
                 path=path,
                 line=lineno,
-                sample_id=task if isinstance(task, str) and task else f"line{lineno}",
+                sample_id=sid,
                 language="en",
                 meta={"entry_point": record.get("entry_point")},
+            )
+            if stub is None:
+                continue
+            solution = record.get("canonical_solution")
+            if not isinstance(solution, str):
+                sink.reject(path, lineno, "`canonical_solution` is missing: no function document")
+                continue
+            sink.add(
+                stub.text + solution,
+                0,
+                path=path,
+                line=lineno,
+                sample_id=f"{sid}:solution",
+                parent_id=sid,
+                language="en",
+                position=Position.DOCUMENT,
+                meta={"entry_point": record.get("entry_point"), "kind": "solution"},
             )
     return sink.result
 
