@@ -48,6 +48,13 @@ def _frame() -> pd.DataFrame:
         trace_row(
             "heldbenign:0", "Evaluation prompt that must host no twin.", 0, role="evaluation"
         ),
+        # Documents are read by the model, not asked of it: their words and their
+        # text take no part in twins (were they read, "bypass" would not be attack-only).
+        *(
+            trace_row(f"docs:{i}", f"Field notes: the new bypass opened, case {i}.", 0)
+            | {"position": "document"}
+            for i in range(3 * n)
+        ),
     ]
     return pd.DataFrame(rows, columns=COLUMNS)
 
