@@ -15,6 +15,7 @@ from gatebench.conversation import (
     parse_conversation,
     plan_scan,
     score_conversations,
+    window_positions,
 )
 from gatebench.conversation.scan import BORDER_SIDE
 from gatebench.detectors.baselines import KeywordList
@@ -28,8 +29,11 @@ def _served() -> ServedModel:
     return ServedModel(KeywordList(), 0.5, {}, SETTINGS)
 
 
-def _split_marker(texts: list[str]) -> tuple[np.ndarray, list[str], dict[str, float]]:
+def _split_marker(
+    texts: list[str], positions: list[str]
+) -> tuple[np.ndarray, list[str], dict[str, float]]:
     """Scores 1 only where "SECRET PAYLOAD" appears whole: either word alone scores 0."""
+    assert len(positions) == len(texts)
     scores = np.array([1.0 if re.search(r"SECRET\s+PAYLOAD", t) else 0.0 for t in texts])
     return scores, ["single"] * len(texts), {"single": 0.0}
 
@@ -166,6 +170,31 @@ def test_split_injection_across_tool_messages_is_caught_by_the_border_window() -
     assert on["borders"] == [{"messages": [1, 2], "score": 1.0}]
     # every message's own score is unchanged by the border window
     assert [m["score"] for m in on["messages"]] == [m["score"] for m in off["messages"]]
+
+
+def test_each_window_is_scored_at_its_messages_position() -> None:
+    conv = Conversation.of(
+        ("system", "Be helpful."),
+        ("user", "Summarise the page and my notes"),
+        ("tool", "Page text. " * 30),
+        ("tool", "More page text."),
+        ("document", "My notes."),
+    )
+    plan = plan_scan(conv, ScanPolicy(("system", "user", "tool", "document")), size=200, overlap=20)
+    # System and user turns are user turns; the border window joins two tool results.
+    roles = [conv.messages[w.message].role for w in plan.windows]
+    expected = ["user" if r in ("system", "user") else r for r in roles]
+    assert window_positions(plan) == expected
+    assert {"user", "tool", "document"} == set(expected)
+    seen: list[list[str]] = []
+
+    def record(texts: list[str], positions: list[str]) -> tuple[np.ndarray, list[str], dict]:  # type: ignore[type-arg]
+        seen.append(positions)
+        return np.zeros(len(texts)), ["single"] * len(texts), {}
+
+    policy = ScanPolicy(("system", "user", "tool", "document"))
+    score_conversations([conv], policy, record, size=200, overlap=20, threshold=0.5)
+    assert seen == [expected]
 
 
 def test_border_windows_fit_one_window_and_only_join_same_roles() -> None:

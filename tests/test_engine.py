@@ -236,3 +236,59 @@ def test_a_fit_that_takes_sources_gets_each_training_rows_source(
     for fit in _SourceRecorder.fits:
         assert {s for _, s in fit} == set(SOURCES)
         assert set(fit) <= pairs  # every text arrives with its own source
+
+
+class _PositionRecorder:
+    """Scores at random; records the (text, position) pairs every fit and score receives."""
+
+    name = "position-recorder"
+    requires_fit = True
+    seen: ClassVar[list[tuple[str, list[tuple[str, str]]]]] = []
+
+    def __init__(self, *, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def fit(
+        self,
+        texts: Sequence[str],
+        labels: np.ndarray,
+        *,
+        valid: Any = None,
+        positions: Sequence[str] | None = None,
+        valid_positions: Sequence[str] | None = None,
+    ) -> Self:
+        assert positions is not None and valid_positions is not None
+        type(self).seen.append(("fit", list(zip(texts, positions, strict=True))))
+        type(self).seen.append(("valid", list(zip(valid[0], valid_positions, strict=True))))
+        return self
+
+    def score(self, texts: Sequence[str], positions: Sequence[str] | None = None) -> np.ndarray:
+        assert positions is not None
+        type(self).seen.append(("score", list(zip(texts, positions, strict=True))))
+        return self.rng.random(len(texts))
+
+
+def test_a_detector_that_reads_positions_gets_each_rows_position(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    if "position-recorder" not in DETECTORS:
+        DETECTORS.add("position-recorder", _PositionRecorder)
+    _PositionRecorder.seen.clear()
+    sources, caps = ("xstest", "bipia"), {"bipia": 200}
+    config = _config(
+        tmp_path,
+        data_dir,
+        detector="position-recorder",
+        backend="sequential",
+        sources=sources,
+        caps=caps,
+    )
+    api.evaluate(config)
+    frame = build_trace(TraceSpec(sources=sources, caps=caps, seed=config.seed), data_dir=data_dir)
+    pairs = set(zip(frame.frame["text"], frame.frame["position"], strict=True))
+    kinds = {kind for kind, _ in _PositionRecorder.seen}
+    assert kinds == {"fit", "valid", "score"}
+    for _, seen in _PositionRecorder.seen:
+        assert set(seen) <= pairs  # every text arrives with its own position
+    fitted = {p for kind, seen in _PositionRecorder.seen if kind == "fit" for _, p in seen}
+    assert fitted == {"user", "document"}

@@ -17,7 +17,7 @@ from gatebench.data.loaders import LoadResult
 from gatebench.data.loaders._base import RowSink, iter_jsonl
 from gatebench.data.resolve import resolve_files
 from gatebench.errors import DataError
-from gatebench.trace import TraceSpec, build_trace, load_trace, save_trace
+from gatebench.trace import TraceSpec, build_trace, load_trace, row_positions, save_trace
 from gatebench.types import Family, Position, Sample
 
 CARD = DatasetCard(
@@ -135,4 +135,7 @@ def test_a_trace_written_before_positions_reads_them_as_unknown(
     loaded = load_trace(tmp_path / "old")
     # Unknown, not "user": per-position results leave such rows out instead of mislabelling them.
     assert loaded.frame["position"].isna().all()
+    # A detector that reads positions is told none, and reads every text as it did then.
+    assert row_positions(loaded.frame) is None
+    assert row_positions(trace.frame).tolist() == trace.frame["position"].tolist()
     assert loaded.frame["row_id"].tolist() == old.frame["row_id"].tolist()

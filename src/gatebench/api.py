@@ -27,7 +27,7 @@ from gatebench.rundata import HEADLINE_PASS, RunData
 from gatebench.seeding import child_seed
 from gatebench.served import served_model
 from gatebench.split import inner_split
-from gatebench.trace import Trace, TraceSpec, build_trace, load_trace, save_trace
+from gatebench.trace import Trace, TraceSpec, build_trace, load_trace, row_positions, save_trace
 from gatebench.types import Family
 from gatebench.unseen.calibrate import check_holdout, check_target, unseen_operating_point
 
@@ -157,9 +157,16 @@ def train(
     )
     detector = make_detector(spec, seed=child_seed(config.seed, "final", "detector"))
     sources = frame["source"].to_numpy(dtype=object)
+    positions = row_positions(frame)
     valid = ([texts[i] for i in va], labels[va])
     fit_detector(
-        detector, [texts[i] for i in tr], labels[tr], valid=valid, sources=list(sources[tr])
+        detector,
+        [texts[i] for i in tr],
+        labels[tr],
+        valid=valid,
+        sources=list(sources[tr]),
+        positions=None if positions is None else list(positions[tr]),
+        valid_positions=None if positions is None else list(positions[va]),
     )
     extra["trace_spec"] = trace.info["spec"]  # what `gatebench evaluate` checks overlap against
     if held is not None:

@@ -27,6 +27,7 @@ from gatebench.detectors import (
     check_scores,
     fit_detector,
     make_detector,
+    score_detector,
 )
 from gatebench.errors import ConfigError, DetectorError
 from gatebench.parallel import Executor
@@ -35,7 +36,7 @@ from gatebench.seeding import child_seed
 from gatebench.split import PASSES, GroupResult, assign_folds
 from gatebench.split.splitters import inner_split
 from gatebench.threshold import fold_threshold
-from gatebench.trace import composite_groups, scored_rows
+from gatebench.trace import composite_groups, row_positions, scored_rows
 
 __all__ = [
     "PASSES",
@@ -90,17 +91,20 @@ class FoldResult:
 LATENCY_SAMPLE = 200
 
 
-def _single_text_latency(detector: Detector, texts: list[str], seed: int) -> np.ndarray:
+def _single_text_latency(
+    detector: Detector, texts: list[str], seed: int, positions: list[str] | None = None
+) -> np.ndarray:
     """Milliseconds for ``score([text])`` on a seeded sample: the per-request cost.
 
     Batch throughput hides per-call overhead, which is what a request pays.
+    Each text is scored at its own position, as the fold's scores were.
     """
     rng = np.random.default_rng(seed)
     picks = rng.choice(len(texts), size=min(LATENCY_SAMPLE, len(texts)), replace=False)
     out = np.empty(len(picks))
     for i, j in enumerate(picks):
         t0 = time.perf_counter()
-        detector.score([texts[j]])
+        score_detector(detector, [texts[j]], None if positions is None else [positions[j]])
         out[i] = (time.perf_counter() - t0) * 1000.0
     return out
 
@@ -121,7 +125,11 @@ class FittedFold:
 
 
 def fit_fold(
-    task: FoldTask, texts: np.ndarray, labels: np.ndarray, sources: np.ndarray | None = None
+    task: FoldTask,
+    texts: np.ndarray,
+    labels: np.ndarray,
+    sources: np.ndarray | None = None,
+    positions: np.ndarray | None = None,
 ) -> FittedFold:
     """Fit a fresh detector on one fold and pick its threshold on the inner-valid rows.
 
@@ -129,7 +137,8 @@ def fit_fold(
     every diagnostic refit call it, so a refit is the run's model by
     construction (same inner split seed, detector seed and rows). ``sources``
     (one per trace row) reaches only a detector whose ``fit`` takes them
-    (:func:`~gatebench.detectors.fit_detector`).
+    (:func:`~gatebench.detectors.fit_detector`); so do ``positions``, which
+    also reach the detector's ``score`` wherever a fold's rows are scored.
     """
     y_train = labels[task.train_idx]
     inner_tr, inner_va = inner_split(
@@ -145,6 +154,8 @@ def fit_fold(
             labels[it],
             valid=(list(texts[iv]), labels[iv]),
             sources=None if sources is None else list(sources[it]),
+            positions=_take(positions, it),
+            valid_positions=_take(positions, iv),
         )
     except (TypeError, ValueError) as exc:
         # A bad parameter value surfaces only when the detector fits, inside a
@@ -155,7 +166,9 @@ def fit_fold(
             "Check the --param values."
         ) from exc
     fit_seconds = time.perf_counter() - t0
-    p_valid = check_scores(task.spec.name, detector.score(list(texts[iv])), len(iv))
+    p_valid = check_scores(
+        task.spec.name, score_detector(detector, list(texts[iv]), _take(positions, iv)), len(iv)
+    )
     theta, valid_f1 = fold_threshold(labels[iv], p_valid)
     return FittedFold(
         detector=detector,
@@ -170,23 +183,41 @@ def fit_fold(
     )
 
 
+def _take(positions: np.ndarray | None, idx: np.ndarray) -> list[str] | None:
+    """The positions of rows ``idx``, as the detector receives them (None: not given)."""
+    return None if positions is None else [str(p) for p in positions[idx]]
+
+
 def run_fold(
-    task: FoldTask, texts: np.ndarray, labels: np.ndarray, sources: np.ndarray | None = None
+    task: FoldTask,
+    texts: np.ndarray,
+    labels: np.ndarray,
+    sources: np.ndarray | None = None,
+    positions: np.ndarray | None = None,
 ) -> FoldResult:
     """Fit a fresh detector on one fold and score its held-out rows."""
-    fitted_fold = fit_fold(task, texts, labels, sources)
+    fitted_fold = fit_fold(task, texts, labels, sources, positions)
     detector, it = fitted_fold.detector, fitted_fold.inner_train_idx
     t0 = time.perf_counter()
+    test = task.test_idx
     test_scores = check_scores(
-        task.spec.name, detector.score(list(texts[task.test_idx])), len(task.test_idx)
+        task.spec.name,
+        score_detector(detector, list(texts[test]), _take(positions, test)),
+        len(test),
     )
     score_seconds = time.perf_counter() - t0
     # Only rows the model actually fitted on count as training rows.
     fitted = np.intersect1d(task.next_idx, it, assume_unique=True)
-    train_scores = check_scores(task.spec.name, detector.score(list(texts[fitted])), len(fitted))
+    train_scores = check_scores(
+        task.spec.name,
+        score_detector(detector, list(texts[fitted]), _take(positions, fitted)),
+        len(fitted),
+    )
     # One fold per pass measures per-request latency; more would only cost time.
     latency = (
-        _single_text_latency(detector, list(texts[task.test_idx]), child_seed(task.seed, "latency"))
+        _single_text_latency(
+            detector, list(texts[test]), child_seed(task.seed, "latency"), _take(positions, test)
+        )
         if task.fold == 0
         else np.empty(0)
     )
@@ -271,6 +302,7 @@ def run_cv(
     tasks: list[FoldTask],
     *,
     sources: np.ndarray | None = None,
+    positions: np.ndarray | None = None,
     checkpoint_dir: Path | None = None,
     context: str = "",
     executor: Executor | None = None,
@@ -286,6 +318,9 @@ def run_cv(
         From :func:`make_tasks`, for one or more passes.
     sources : ndarray, optional
         One source name per trace row, for detectors whose ``fit`` takes them.
+    positions : ndarray, optional
+        One position per trace row (user, tool, document), for detectors whose
+        ``fit`` and ``score`` take them.
     checkpoint_dir : Path, optional
         Finished folds are saved here and reused when their key (trace,
         detector spec, seed, fold membership) matches.
@@ -317,7 +352,7 @@ def run_cv(
                     on_done(result, True)
                 continue
         todo.append(task)
-    shared = {"texts": texts, "labels": labels, "sources": sources}
+    shared = {"texts": texts, "labels": labels, "sources": sources, "positions": positions}
     for result in (executor or Executor()).map(run_fold, todo, shared=shared):
         if checkpoint_dir is not None:
             _save_checkpoint(paths[(result.pass_name, result.fold)], result)
@@ -480,6 +515,7 @@ def cross_validate(
             labels,
             tasks,
             sources=frame["source"].to_numpy(dtype=object),
+            positions=row_positions(frame),
             checkpoint_dir=checkpoint_dir,
             context=context,
             executor=executor,

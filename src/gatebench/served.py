@@ -7,6 +7,7 @@ all three; :mod:`gatebench.serve` re-exports it.
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +24,7 @@ from gatebench.conversation import (
     ScanPolicy,
     score_conversations,
 )
-from gatebench.detectors import check_scores
+from gatebench.detectors import check_scores, score_detector
 from gatebench.modeldir import load_model
 
 __all__ = ["ServeSettings", "ServedModel", "served_model"]
@@ -115,23 +116,40 @@ class ServedModel:
         """Description for ``/v1/info``."""
         return {**self._info, "threshold": self.threshold, "detector": self.detector.name}
 
-    def _score_windows(self, texts: list[str]) -> tuple[np.ndarray, list[str], dict[str, float]]:
+    def _score_windows(
+        self, texts: list[str], positions: list[str] | None = None
+    ) -> tuple[np.ndarray, list[str], dict[str, float]]:
         staged = getattr(self.detector, "score_stages", None)
         if staged is not None:
-            scores, stages, stage_ms = staged(texts)
+            placed = positions is not None and "positions" in inspect.signature(staged).parameters
+            scores, stages, stage_ms = (
+                staged(texts, positions=positions) if placed else staged(texts)
+            )
             return check_scores(self.detector.name, scores, len(texts)), list(stages), stage_ms
         t0 = time.perf_counter()
-        scores = check_scores(self.detector.name, self.detector.score(texts), len(texts))
+        raw = score_detector(self.detector, texts, positions)  # type: ignore[arg-type]
+        scores = check_scores(self.detector.name, raw, len(texts))
         return scores, ["single"] * len(texts), {"single": (time.perf_counter() - t0) * 1e3}
 
-    def score_details(self, texts: Sequence[str]) -> list[dict[str, Any]]:
-        """Score texts; one result dict per text (see ``POST /v1/score``)."""
+    def score_details(
+        self, texts: Sequence[str], positions: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Score texts; one result dict per text (see ``POST /v1/score``).
+
+        ``positions`` (one per text; None: all user turns) reach a detector
+        that reads them, every window of a text at the text's position.
+        """
         spans = [
             chunk_spans(t, self.settings.chunk_chars, self.settings.chunk_overlap) for t in texts
         ]
         flat = [t[a:b] for t, sp in zip(texts, spans, strict=True) for a, b in sp]
+        where = (
+            None
+            if positions is None
+            else [p for p, sp in zip(positions, spans, strict=True) for _ in sp]
+        )
         t0 = time.perf_counter()
-        scores, stages, stage_ms = self._score_windows(flat)
+        scores, stages, stage_ms = self._score_windows(flat, where)
         total = (time.perf_counter() - t0) * 1e3
         out, k = [], 0
         for sp in spans:

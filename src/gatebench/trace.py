@@ -64,6 +64,7 @@ __all__ = [
     "fill_languages",
     "load_trace",
     "prompts_from_chunks",
+    "row_positions",
     "scored_rows",
     "shares_group_with",
 ]
@@ -304,6 +305,18 @@ def _apply_cap(samples: list[Sample], cap: int | None, seq: np.random.SeedSequen
         idx = np.flatnonzero(labels == cls)
         keep.extend(rng.choice(idx, size=int(k), replace=False).tolist())
     return [samples[i] for i in sorted(keep)]
+
+
+def row_positions(frame: pd.DataFrame) -> np.ndarray | None:
+    """Each row's position, for detectors that read it; None where any is unknown.
+
+    A trace written before positions were recorded has none, and a detector
+    told nothing treats every text as a user turn, which is what it was
+    evaluated as then: its scores stay what they were.
+    """
+    if "position" not in frame or frame["position"].isna().any():
+        return None
+    return frame["position"].to_numpy(dtype=object)
 
 
 def _position(sample: Sample) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gatebench.detectors import fit_detector
+from gatebench.detectors import fit_detector, score_detector
 from gatebench.gate import Gate
 from gatebench.gate.balance import balance_weights
 
@@ -255,3 +255,42 @@ def test_balance_lengths_is_recorded_and_survives_a_reload(dataset, gate_kw, tmp
     )
     gate.save(tmp_path / "m")
     assert Gate.load(tmp_path / "m").balance_lengths is True
+
+
+def test_positions_reach_only_a_fit_and_a_score_that_take_them() -> None:
+    seen: dict[str, object] = {}
+
+    class Plain:
+        name, requires_fit = "plain", True
+
+        def fit(self, texts, labels, *, valid=None):  # type: ignore[no-untyped-def]
+            seen["plain fit"] = len(texts)
+            return self
+
+        def score(self, texts):  # type: ignore[no-untyped-def]
+            return np.zeros(len(texts))
+
+    class Placed(Plain):
+        def fit(self, texts, labels, *, valid=None, positions=None, valid_positions=None):  # type: ignore[no-untyped-def]
+            seen["placed fit"] = (list(positions), list(valid_positions))
+            return self
+
+        def score(self, texts, positions=None):  # type: ignore[no-untyped-def]
+            seen["placed score"] = positions
+            return np.ones(len(texts))
+
+    y = np.array([0, 1])
+    valid = (["c"], np.array([0]))
+    kw = {"valid": valid, "positions": ["user", "tool"], "valid_positions": ["document"]}
+    fit_detector(Plain(), ["a", "b"], y, **kw)  # type: ignore[arg-type]
+    fit_detector(Placed(), ["a", "b"], y, **kw)  # type: ignore[arg-type]
+    assert score_detector(Plain(), ["a"], ["tool"]).tolist() == [0.0]  # type: ignore[arg-type]
+    assert score_detector(Placed(), ["a"], ["tool"]).tolist() == [1.0]  # type: ignore[arg-type]
+    assert seen == {
+        "plain fit": 2,
+        "placed fit": (["user", "tool"], ["document"]),
+        "placed score": ["tool"],
+    }
+    # No positions given: a position-aware detector scores as any other.
+    assert score_detector(Placed(), ["a"]).tolist() == [1.0]  # type: ignore[arg-type]
+    assert seen["placed score"] is None

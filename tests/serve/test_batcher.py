@@ -95,3 +95,33 @@ def test_scorer_error_reaches_the_requests_of_its_call_and_the_runner_survives()
 def test_bad_limits_are_refused() -> None:
     with pytest.raises(ValueError, match="max_texts=0"):
         MicroBatcher(SlowScorer(), max_texts=0, runners=1)
+
+
+def test_positions_travel_with_their_texts_and_plain_texts_are_user_turns() -> None:
+    calls: list[tuple[list[str], list[str] | None]] = []
+
+    def scorer(texts: list[str], positions: list[str] | None = None) -> list[dict[str, Any]]:
+        calls.append((list(texts), positions))
+        time.sleep(0.02)
+        where = positions or [None] * len(texts)
+        return [{"text": t, "position": p} for t, p in zip(texts, where, strict=True)]
+
+    batcher = MicroBatcher(scorer, max_texts=16, runners=1)
+
+    async def main() -> list[Any]:
+        try:
+            first = asyncio.ensure_future(batcher.score(["warm"]))
+            await asyncio.sleep(0.005)  # the runner is busy: the next two queue together
+            rest = await asyncio.gather(
+                batcher.score(["a", "b"]), batcher.score(["t", "d"], ["tool", "document"])
+            )
+            return [await first, *rest]
+        finally:
+            await batcher.aclose()
+
+    warm, plain, placed = asyncio.run(main())
+    # A batch without positions is scored as before; one with them gets them all.
+    assert calls[0] == (["warm"], None) and warm[0]["position"] is None
+    assert calls[1] == (["a", "b", "t", "d"], ["user", "user", "tool", "document"])
+    assert [r["position"] for r in plain] == ["user", "user"]
+    assert [(r["text"], r["position"]) for r in placed] == [("t", "tool"), ("d", "document")]

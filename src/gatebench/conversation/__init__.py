@@ -22,6 +22,7 @@ from gatebench.conversation.scan import (
     pool_plans,
     pool_scan,
     score_conversations,
+    window_positions,
 )
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "pool_plans",
     "pool_scan",
     "score_conversations",
+    "window_positions",
 ]

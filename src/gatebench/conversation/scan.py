@@ -32,6 +32,7 @@ __all__ = [
     "pool_plans",
     "pool_scan",
     "score_conversations",
+    "window_positions",
 ]
 
 #: What joins the two halves of a border window: a message break reads as a line break.
@@ -42,8 +43,10 @@ BORDER_JOIN = "\n"
 #: scoring another document.
 BORDER_SIDE = 256
 
-#: ``score_windows(texts) -> (scores, stages, stage_ms)``, as ``Gate.score_stages``.
-WindowScorer = Callable[[list[str]], tuple[np.ndarray, list[str], dict[str, float]]]
+#: ``score_windows(texts, positions) -> (scores, stages, stage_ms)``, as ``Gate.score_stages``.
+WindowScorer = Callable[[list[str], list[str]], tuple[np.ndarray, list[str], dict[str, float]]]
+#: Roles whose text an agent reads as data; every other scanned role is a user turn.
+_DATA_ROLES = frozenset({"tool", "document"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +197,18 @@ def pool_scan(
     }
 
 
+def window_positions(plan: ScanPlan) -> list[str]:
+    """Each window's position for the detector: its message's role if data, else ``user``.
+
+    A border window joins two messages of one role, so it has that role's position.
+    """
+    messages = plan.conversation.messages
+    return [
+        messages[w.message].role if messages[w.message].role in _DATA_ROLES else "user"
+        for w in plan.windows
+    ]
+
+
 def pool_plans(
     plans: Sequence[ScanPlan],
     scores: Sequence[float] | np.ndarray,
@@ -227,7 +242,8 @@ def score_conversations(
     policy : ScanPolicy
         Which roles are scanned.
     score_windows : callable
-        ``texts -> (scores, stages, stage_ms)``; one call for the whole batch.
+        ``(texts, positions) -> (scores, stages, stage_ms)``; one call for the
+        whole batch, each window with its position (:func:`window_positions`).
     size, overlap : int
         Window geometry (the service's ``chunk_chars`` and ``chunk_overlap``).
     threshold : float or None
@@ -237,7 +253,8 @@ def score_conversations(
         plan_scan(c, policy, size=size, overlap=overlap, where=f"conversations[{n}]")
         for n, c in enumerate(conversations)
     ]
-    scores, stages, stage_ms = score_windows([w.text for p in plans for w in p.windows])
+    texts = [w.text for p in plans for w in p.windows]
+    scores, stages, stage_ms = score_windows(texts, [q for p in plans for q in window_positions(p)])
     out = pool_plans(plans, scores, stages, threshold)
     for result in out:
         result["timings_ms"] = stage_ms

@@ -8,6 +8,7 @@ from gatebench.detectors.protocol import (
     fit_detector,
     make_detector,
     register_detector,
+    score_detector,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "fit_detector",
     "make_detector",
     "register_detector",
+    "score_detector",
 ]

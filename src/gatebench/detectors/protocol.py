@@ -26,6 +26,7 @@ __all__ = [
     "fit_detector",
     "make_detector",
     "register_detector",
+    "score_detector",
 ]
 
 
@@ -114,6 +115,16 @@ def make_detector(spec: DetectorSpec, *, seed: int) -> Detector:
         ) from exc
 
 
+def _takes(method: Any, name: str) -> bool:
+    """Whether ``method`` has a parameter called ``name`` (an opt-in capability)."""
+    import inspect
+
+    try:
+        return name in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def fit_detector(
     detector: Detector,
     texts: Sequence[str],
@@ -121,19 +132,40 @@ def fit_detector(
     *,
     valid: tuple[Sequence[str], np.ndarray] | None,
     sources: Sequence[str] | None = None,
+    positions: Sequence[str] | None = None,
+    valid_positions: Sequence[str] | None = None,
 ) -> Detector:
-    """Fit ``detector``; hand it each training text's source if its ``fit`` takes ``sources``.
+    """Fit ``detector``, handing it what else it says it can use about each text.
 
     The protocol's ``fit`` sees texts and labels only. A detector that can
     use where each row comes from (Gate's source-balanced weighting) says so
-    by taking a ``sources`` keyword; every other detector is fitted exactly
-    as before, so third-party detectors need no change.
+    by taking a ``sources`` keyword; one that reads a text differently by
+    where it sits in an agent's input (a user turn, a tool result, a
+    document: :class:`~gatebench.types.Position`) takes ``positions`` and
+    ``valid_positions``. Every other detector is fitted exactly as before, so
+    third-party detectors need no change.
     """
-    import inspect
+    extra: dict[str, Any] = {}
+    if sources is not None and _takes(detector.fit, "sources"):
+        extra["sources"] = sources
+    if positions is not None and _takes(detector.fit, "positions"):
+        extra["positions"] = positions
+        extra["valid_positions"] = valid_positions
+    return detector.fit(texts, labels, valid=valid, **extra)
 
-    if sources is not None and "sources" in inspect.signature(detector.fit).parameters:
-        return detector.fit(texts, labels, valid=valid, sources=sources)  # type: ignore[call-arg]
-    return detector.fit(texts, labels, valid=valid)
+
+def score_detector(
+    detector: Detector, texts: Sequence[str], positions: Sequence[str] | None = None
+) -> Any:
+    """``detector.score(texts)``, with each text's position when its ``score`` takes them.
+
+    ``positions`` None means every text is a user turn, which is what a
+    detector that takes no positions assumes; so a position-aware detector
+    scores a plain list of texts exactly as any other does.
+    """
+    if positions is not None and _takes(detector.score, "positions"):
+        return detector.score(texts, positions=positions)  # type: ignore[call-arg]
+    return detector.score(texts)
 
 
 def _accepted(factory: Any) -> str:

@@ -15,7 +15,13 @@ import numpy as np
 
 from gatebench import cv
 from gatebench.cv import FittedFold, fit_fold
-from gatebench.detectors import Detector, DetectorSpec, check_scores, make_detector
+from gatebench.detectors import (
+    Detector,
+    DetectorSpec,
+    check_scores,
+    make_detector,
+    score_detector,
+)
 from gatebench.diagnostics.context import DiagnosticContext
 from gatebench.seeding import child_seed
 from gatebench.threshold import select_operating_point
@@ -46,6 +52,7 @@ def score_fold(
     labels: np.ndarray,
     max_fpr: float | None = None,
     sources: np.ndarray | None = None,
+    positions: np.ndarray | None = None,
 ) -> FoldScores:
     """Worker for :meth:`gatebench.parallel.Executor.map`: fit, then score the task's test rows.
 
@@ -54,9 +61,11 @@ def score_fold(
     inner-valid rows also give ``op_threshold``, chosen by the headline rule
     (max F1 s.t. FPR ≤ ``max_fpr``), so nothing outside the training rows is used.
     """
-    fitted = fit_fold(task, texts, labels, sources)
+    fitted = fit_fold(task, texts, labels, sources, positions)
+    test = task.test_idx
+    where = None if positions is None else list(positions[test])
     scores = check_scores(
-        task.spec.name, fitted.detector.score(list(texts[task.test_idx])), len(task.test_idx)
+        task.spec.name, score_detector(fitted.detector, list(texts[test]), where), len(test)
     )
     op = (
         None
@@ -77,7 +86,7 @@ def fitted_fold(ctx: DiagnosticContext, pass_name: str = "strat", fold: int = 0)
     key = ("fitted", pass_name, fold)
     if key not in ctx.cache:
         task = fold_task(ctx, pass_name, fold)
-        ctx.cache[key] = fit_fold(task, ctx.texts, ctx.labels, ctx.sources)
+        ctx.cache[key] = fit_fold(task, ctx.texts, ctx.labels, ctx.sources, ctx.positions)
     out: FittedFold = ctx.cache[key]
     return out
 

@@ -13,7 +13,7 @@ from gatebench.detectors import DetectorSpec
 from gatebench.parallel import Executor
 from gatebench.result import Measurements
 from gatebench.split import HEADLINE_PASS, GroupResult
-from gatebench.trace import scored_rows
+from gatebench.trace import row_positions, scored_rows
 
 __all__ = ["DiagnosticContext"]
 
@@ -132,6 +132,14 @@ class DiagnosticContext:
     def sources(self) -> np.ndarray:
         """Row sources as an object array (what the CV workers receive with the texts)."""
         return self._column("sources", "source")
+
+    @property
+    def positions(self) -> np.ndarray | None:
+        """Row positions (what the CV workers receive with the texts); None if unknown."""
+        if "positions" not in self.cache:
+            self.cache["positions"] = row_positions(self.frame)
+        out: np.ndarray | None = self.cache["positions"]
+        return out
 
     @property
     def scored(self) -> np.ndarray:

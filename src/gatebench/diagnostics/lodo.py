@@ -71,7 +71,13 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     by_task = {t.pass_name: t for t in tasks}
     headline = {r.source: r.primary for r in ctx.numbers.by_source}
     rows = []
-    shared = {"texts": ctx.texts, "labels": ctx.labels, "max_fpr": ctx.fpr, "sources": ctx.sources}
+    shared = {
+        "texts": ctx.texts,
+        "labels": ctx.labels,
+        "max_fpr": ctx.fpr,
+        "sources": ctx.sources,
+        "positions": ctx.positions,
+    }
     for done in ctx.executor.map(score_fold, tasks, shared=shared):
         name = done.pass_name.split(":", 1)[1]
         prompts = prompt_scores(ctx.frame, by_task[done.pass_name].test_idx, done.test_scores)

@@ -204,7 +204,12 @@ def run_retrain(ctx: DiagnosticContext) -> DiagnosticResult:
     n = len(ctx.frame)
     scores = {name: np.full(n, np.nan) for name in ctx.folds}
     theta = {name: np.full(n, np.nan) for name in ctx.folds}
-    shared = {"texts": ctx.texts, "labels": y_shuf, "sources": ctx.sources}
+    shared = {
+        "texts": ctx.texts,
+        "labels": y_shuf,
+        "sources": ctx.sources,
+        "positions": ctx.positions,
+    }
     for done in ctx.executor.map(score_fold, tasks, shared=shared):
         name = done.pass_name.split(":", 1)[1]
         idx = by_key[(done.pass_name, done.fold)].test_idx

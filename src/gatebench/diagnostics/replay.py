@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gatebench import cv
+from gatebench.detectors import score_detector
 from gatebench.diagnostics._base import Check, DiagnosticResult
 from gatebench.diagnostics._refit import fitted_fold, fold_task
 from gatebench.diagnostics.context import DiagnosticContext
@@ -44,9 +45,13 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     if recorded is None:
         return CHECK.not_applicable("the run has no headline fold 0 to replay")
     task = fold_task(ctx, "strat", 0)
-    first = cv.run_fold(task, ctx.texts, ctx.labels, ctx.sources)
+    first = cv.run_fold(task, ctx.texts, ctx.labels, ctx.sources, ctx.positions)
     shared = fitted_fold(ctx, "strat", 0)
-    second = np.asarray(shared.detector.score(list(ctx.texts[task.test_idx])), dtype=np.float64)
+    test = task.test_idx
+    where = None if ctx.positions is None else list(ctx.positions[test])
+    second = np.asarray(
+        score_detector(shared.detector, list(ctx.texts[test]), where), dtype=np.float64
+    )
     replays = [
         ("cv.run_fold", first.test_scores, first.threshold, first.fit_seconds),
         ("diagnostics refit", second, shared.threshold, shared.fit_seconds),

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from gatebench.conversation import ConversationError, plan_scan, pool_plans
+from gatebench.conversation import ConversationError, plan_scan, pool_plans, window_positions
 from gatebench.serve.batcher import MicroBatcher
 from gatebench.serve.metrics import ServiceMetrics
 from gatebench.serve.model import ServedModel, ServeSettings
@@ -114,7 +114,10 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
             )
         # Windows are at most chunk_chars long, so each is scored whole, and
         # they share the micro-batcher with plain texts.
-        scored = await batcher.score([w.text for p in plans for w in p.windows])
+        scored = await batcher.score(
+            [w.text for p in plans for w in p.windows],
+            [q for p in plans for q in window_positions(p)],
+        )
         out = pool_plans(
             plans, [r["score"] for r in scored], [r["stage"] for r in scored], model.threshold
         )

@@ -24,6 +24,8 @@ import anyio.to_thread
 __all__ = ["MicroBatcher"]
 
 Results = list[dict[str, Any]]
+#: A waiting request: its texts, their positions (None: user turns), its future.
+Pending = tuple[list[str], list[str] | None, "asyncio.Future[Results]"]
 
 
 class MicroBatcher:
@@ -34,7 +36,8 @@ class MicroBatcher:
     score : callable
         ``score(texts) -> results``, one result dict per text, in order
         (:meth:`gatebench.serve.model.ServedModel.score_details`). Called in a
-        worker thread.
+        worker thread, as ``score(texts, positions)`` when a request in the
+        batch gave its texts' positions (the others' texts are user turns).
     max_texts : int
         Most texts per scoring call. A single request larger than this is
         still scored, alone; 1 turns coalescing off.
@@ -42,24 +45,28 @@ class MicroBatcher:
         Scoring calls in flight at once (threads used).
     """
 
-    def __init__(self, score: Callable[[list[str]], Results], *, max_texts: int, runners: int):
+    def __init__(self, score: Callable[..., Results], *, max_texts: int, runners: int):
         if max_texts < 1 or runners < 1:
             raise ValueError(f"max_texts={max_texts} and runners={runners} must be >= 1")
         self._score = score
         self.max_texts = max_texts
         self.runners = runners
-        self._pending: deque[tuple[list[str], asyncio.Future[Results]]] = deque()
+        self._pending: deque[Pending] = deque()
         self._ready: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.calls = 0
         self.requests = 0
 
-    async def score(self, texts: list[str]) -> Results:
-        """Score one request's texts, possibly together with other requests'."""
+    async def score(self, texts: list[str], positions: list[str] | None = None) -> Results:
+        """Score one request's texts, possibly together with other requests'.
+
+        ``positions``: each text's position (see :class:`~gatebench.types.Position`),
+        for a detector that reads them; None, user turns.
+        """
         self._start()
         assert self._ready is not None
         future: asyncio.Future[Results] = asyncio.get_running_loop().create_future()
-        self._pending.append((texts, future))
+        self._pending.append((texts, positions, future))
         self._ready.set()
         return await future
 
@@ -70,7 +77,7 @@ class MicroBatcher:
             self._ready = asyncio.Event()
             self._tasks = [asyncio.create_task(self._run()) for _ in range(self.runners)]
 
-    def _take(self) -> list[tuple[list[str], asyncio.Future[Results]]]:
+    def _take(self) -> list[Pending]:
         batch = [self._pending.popleft()]
         n = len(batch[0][0])
         while self._pending and n + len(self._pending[0][0]) <= self.max_texts:
@@ -86,22 +93,26 @@ class MicroBatcher:
                 self._ready.clear()
                 await self._ready.wait()
             # A client that went away leaves a cancelled future: skip its texts.
-            batch = [item for item in self._take() if not item[1].done()]
+            batch = [item for item in self._take() if not item[2].done()]
             if not batch:
                 continue
-            texts = [t for item_texts, _ in batch for t in item_texts]
+            texts = [t for item_texts, _, _ in batch for t in item_texts]
+            call = functools.partial(self._score, texts)
+            if any(where is not None for _, where, _ in batch):
+                positions = [p for t, where, _ in batch for p in (where or ["user"] * len(t))]
+                call = functools.partial(self._score, texts, positions)
             self.calls += 1
             self.requests += len(batch)
             try:
                 # One call per runner at a time: at most ``runners`` scoring threads.
-                results = await anyio.to_thread.run_sync(functools.partial(self._score, texts))
+                results = await anyio.to_thread.run_sync(call)
             except Exception as exc:  # each waiting request gets the scorer's error
-                for _, future in batch:
+                for _, _, future in batch:
                     if not future.done():
                         future.set_exception(exc)
                 continue
             k = 0
-            for item_texts, future in batch:
+            for item_texts, _, future in batch:
                 part = results[k : k + len(item_texts)]
                 k += len(item_texts)
                 if not future.done():

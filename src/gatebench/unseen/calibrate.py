@@ -32,12 +32,12 @@ from gatebench.config import UNSEEN_FPR, UNSEEN_HOLDOUT
 from gatebench.constructed import CONSTRUCTED_SOURCES, built_from, hosted_by
 from gatebench.cv import FoldTask, fit_fold
 from gatebench.detectors import DetectorSpec
-from gatebench.detectors.protocol import check_scores
+from gatebench.detectors.protocol import check_scores, score_detector
 from gatebench.errors import ConfigError
 from gatebench.parallel import Executor
 from gatebench.seeding import child_seed
 from gatebench.split.splitters import TRAINING_ONLY
-from gatebench.trace import scored_rows
+from gatebench.trace import row_positions, scored_rows
 
 __all__ = [
     "HOLDOUTS",
@@ -141,11 +141,17 @@ def _tasks(frame: pd.DataFrame, folds: np.ndarray, spec: DetectorSpec, seed: int
 
 
 def _held_out_scores(
-    task: FoldTask, texts: np.ndarray, labels: np.ndarray, sources: np.ndarray
+    task: FoldTask,
+    texts: np.ndarray,
+    labels: np.ndarray,
+    sources: np.ndarray,
+    positions: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fit one fold as the CV passes do and score its held-out rows."""
-    fitted = fit_fold(task, texts, labels, sources)
-    scores = fitted.detector.score(list(texts[task.test_idx]))
+    fitted = fit_fold(task, texts, labels, sources, positions)
+    test = task.test_idx
+    where = None if positions is None else list(positions[test])
+    scores = score_detector(fitted.detector, list(texts[test]), where)
     return task.test_idx, check_scores(task.spec.name, scores, len(task.test_idx))
 
 
@@ -275,6 +281,7 @@ def unseen_operating_point(
         "texts": frame["text"].to_numpy(dtype=object),
         "labels": frame["label"].to_numpy(dtype=np.int64),
         "sources": frame["source"].to_numpy(dtype=object),
+        "positions": row_positions(frame),
     }
     done = list((executor or Executor()).map(_held_out_scores, tasks, shared=shared))
     rows, scores = (np.concatenate(part) for part in zip(*done, strict=True))
