@@ -269,8 +269,9 @@ def _one(
     scores_dir: Path | None = None,
     seed: int = 20260527,
 ) -> dict[str, Any]:
-    from gatebench.detectors import DetectorSpec, fit_detector, make_detector
+    from gatebench.detectors import DetectorSpec, fit_detector, make_detector, score_detector
     from gatebench.seeding import child_seed
+    from gatebench.trace import row_positions
 
     texts = frame["text"].to_numpy(dtype=object)
     y = frame["label"].to_numpy(dtype=np.int64)
@@ -278,12 +279,30 @@ def _one(
     t0 = time.perf_counter()
     model = make_detector(DetectorSpec(detector, params), seed=child_seed(seed, "refit", name))
     sources = frame["source"].to_numpy(dtype=object)
+    positions = row_positions(frame)
+
+    def where(rows: np.ndarray) -> list[str] | None:
+        return None if positions is None else list(positions[rows])
+
     valid = (list(texts[iv]), y[iv])
-    fit_detector(model, list(texts[it]), y[it], valid=valid, sources=list(sources[it]))
+    fit_detector(
+        model,
+        list(texts[it]),
+        y[it],
+        valid=valid,
+        sources=list(sources[it]),
+        positions=where(it),
+        valid_positions=where(iv),
+    )
     fit_seconds = time.perf_counter() - t0
-    p_valid = np.asarray(model.score(list(texts[iv])), dtype=np.float64)
-    scores = np.asarray(model.score(list(texts[test])), dtype=np.float64)
-    save_scores(scores_dir, name, {"valid": iv, "p_valid": p_valid, "test": test, "p_test": scores})
+    p_valid = np.asarray(score_detector(model, list(texts[iv]), where(iv)), dtype=np.float64)
+    scores = np.asarray(score_detector(model, list(texts[test]), where(test)), dtype=np.float64)
+    kept = {"valid": iv, "p_valid": p_valid, "test": test, "p_test": scores}
+    if getattr(model, "guard", None) is not None:
+        # The same model read without positions: the guard's own effect, paired.
+        kept["p_valid_plain"] = np.asarray(model.score(list(texts[iv])), dtype=np.float64)
+        kept["p_test_plain"] = np.asarray(model.score(list(texts[test])), dtype=np.float64)
+    save_scores(scores_dir, name, kept)
     return {
         **refit_row(name, held_sources, frame, iv, p_valid, test, scores),
         "fit_seconds": fit_seconds,

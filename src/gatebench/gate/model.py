@@ -23,6 +23,7 @@ the region where the global operating point will sit.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Self
@@ -39,6 +40,7 @@ from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
 from gatebench.gate.cascade import exit_fractions, new_stats, route, run_cascade, stage_report
 from gatebench.gate.columns import column_names, combiner_input, feature_columns
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
+from gatebench.gate.data_guard import DATA_POSITIONS, DataGuard, check_positions
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.features import STYLE_FEATURES
@@ -60,7 +62,7 @@ from gatebench.gate.multilingual import MultilingualEncoder
 from gatebench.gate.params import check_params
 from gatebench.gate.persist import open_gate, save_gate
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
-from gatebench.gate.training import fit_gate
+from gatebench.gate.training import fit_gate, holdout_rows
 from gatebench.gate.views import Featurizer, Views
 from gatebench.served import ServeSettings
 
@@ -236,6 +238,14 @@ class Gate:
         shift), not in their words: fitted on such rows, the n-gram heads
         learn the planted request's wording as attack everywhere. Needs
         ``fit(..., sources=...)``. Empty by default.
+    data_guard : bool
+        Read tool results and documents a second time for instructions
+        (:mod:`~gatebench.gate.data_guard`): a text at a data position scores
+        the higher of Gate's score and how much one of its lines or sentences
+        reads as a request to an assistant. It needs each text's position,
+        in ``fit(..., positions=..., valid_positions=...)`` and in
+        ``score(texts, positions=...)``; texts scored without positions are
+        user turns and the guard does not read them.
     """
 
     name = "gate"
@@ -276,6 +286,7 @@ class Gate:
         routed_copies: bool = False,
         shift_features: bool = False,
         combiner_only: Sequence[str] = (),
+        data_guard: bool = False,
     ) -> None:
         if english_heads is None:
             routed = RoutedMultilingualHead.name in heads
@@ -341,6 +352,8 @@ class Gate:
         self.routed_copies = bool(routed_copies)
         self.shift_features = bool(shift_features)
         self.combiner_only = tuple(combiner_only)
+        self.data_guard = bool(data_guard)
+        self.guard: DataGuard | None = None
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------
@@ -471,8 +484,10 @@ class Gate:
         *,
         valid: Valid = None,
         sources: Sequence[str] | None = None,
+        positions: Sequence[str] | None = None,
+        valid_positions: Sequence[str] | None = None,
     ) -> Self:
-        """Fit heads, combiner, band and deferred stage.
+        """Fit heads, combiner, band and deferred stage (and the data guard).
 
         Parameters
         ----------
@@ -486,9 +501,79 @@ class Gate:
         sources : sequence of str, optional
             The source of each training text; ``balance`` and
             ``stack_sources`` need it, and nothing else reads it.
+        positions, valid_positions : sequence of str, optional
+            Where each training and validation text sits (``user``, ``tool``,
+            ``document``; None is a user turn). ``data_guard`` needs them;
+            ``valid_positions`` is required with ``positions`` and ``valid``.
         """
+        pos, v_pos = None, None
+        if positions is not None:
+            pos = check_positions(positions, len(texts), "positions")
+            if valid is None:
+                # Held out here exactly as fit_gate would, so that the
+                # validation rows' positions are known.
+                tr, va = holdout_rows(np.asarray(labels), self.seed)
+                valid = ([texts[i] for i in va], np.asarray(labels)[va])
+                texts, labels, v_pos = [texts[i] for i in tr], np.asarray(labels)[tr], pos[va]
+                sources = None if sources is None else [sources[i] for i in tr]
+                pos = pos[tr]
+            elif valid_positions is None:
+                raise ValueError(
+                    "fit() got positions for the training texts but no valid_positions for "
+                    "the validation texts; pass both, or neither"
+                )
+            else:
+                v_pos = check_positions(valid_positions, len(valid[0]), "valid_positions")
         fit_gate(self, texts, labels, valid, sources)
+        self.guard = None
+        if self.data_guard:
+            self._fit_guard(list(texts), np.asarray(labels), pos, valid, v_pos)
         return self
+
+    def _fit_guard(
+        self,
+        texts: list[str],
+        labels: np.ndarray,
+        positions: np.ndarray | None,
+        valid: Valid,
+        valid_positions: np.ndarray | None,
+    ) -> None:
+        """Fit the data guard, or record in ``fit_info`` why it was left out."""
+        if positions is None or valid is None or valid_positions is None:
+            self.fit_info["data_guard"] = {"skipped": "fit() was given no positions"}
+            return
+        guard = DataGuard(seed=self.seed)
+        v_texts, v_y = list(valid[0]), np.asarray(valid[1])
+        ref = np.flatnonzero(np.isin(valid_positions, list(DATA_POSITIONS)) & (v_y == 0))
+        try:
+            info = guard.fit(texts, list(positions), labels)
+            reference = [v_texts[i] for i in ref]
+            info |= guard.match(reference, run_cascade(self, reference)[0])
+        except ValueError as exc:
+            # A training set of user turns only (a user's own data) has nothing to
+            # teach the guard; Gate is complete without it.
+            self.fit_info["data_guard"] = {"skipped": str(exc)}
+            return
+        finally:
+            self.reset_stats()
+        self.guard = guard
+        self.fit_info["data_guard"] = info
+
+    def _guarded(
+        self, texts: list[str], scores: np.ndarray, positions: Sequence[str] | None
+    ) -> np.ndarray:
+        """``scores``, raised by the data guard for the texts at a data position."""
+        if positions is None:
+            return scores
+        pos = check_positions(positions, len(texts), "positions")
+        if self.guard is None:
+            return scores
+        idx = np.flatnonzero(np.isin(pos, list(DATA_POSITIONS)))
+        if idx.size == 0:
+            return scores
+        out = np.array(scores, dtype=np.float64)
+        out[idx] = self.guard.raise_scores([texts[i] for i in idx], out[idx])
+        return out
 
     def _sentence_proba(self, views: Views, fast_meta: list[np.ndarray]) -> np.ndarray:
         """The deferred combiner's P(attack) for ``views`` given the fast heads' columns."""
@@ -534,11 +619,19 @@ class Gate:
         """
         return route(p_fast, features, self.band, escalate=self.escalate)
 
-    def score(self, texts: Sequence[str]) -> np.ndarray:
-        """Cascade P(attack): the fast score, or the deferred score for routed rows."""
-        return run_cascade(self, list(texts))[0]
+    def score(self, texts: Sequence[str], positions: Sequence[str] | None = None) -> np.ndarray:
+        """Cascade P(attack): the fast score, or the deferred score for routed rows.
 
-    def score_stages(self, texts: Sequence[str]) -> tuple[np.ndarray, list[str], dict[str, float]]:
+        ``positions`` (one per text: ``user``, ``tool`` or ``document``; None is
+        a user turn) lets the data guard read tool results and documents for
+        planted instructions; without them every text is a user turn.
+        """
+        texts = list(texts)
+        return self._guarded(texts, run_cascade(self, texts)[0], positions)
+
+    def score_stages(
+        self, texts: Sequence[str], positions: Sequence[str] | None = None
+    ) -> tuple[np.ndarray, list[str], dict[str, float]]:
         """:meth:`score`, plus the stage that decided each text and per-stage milliseconds.
 
         Returns
@@ -551,8 +644,14 @@ class Gate:
             Wall milliseconds of this call in ``fast`` and, when any text went
             there, ``deferred`` (and ``judge``).
         """
-        out, routed, seconds = run_cascade(self, list(texts))
+        texts = list(texts)
+        out, routed, seconds = run_cascade(self, texts)
         stages, ms = stage_report(len(out), routed, seconds, judged=self.judge is not None)
+        if positions is not None:
+            t0 = time.perf_counter()
+            out = self._guarded(texts, out, positions)
+            if self.guard is not None:
+                ms["guard"] = (time.perf_counter() - t0) * 1000.0
         return out, stages, ms
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:

@@ -12,6 +12,10 @@
       minilm.onnx         the int8 MiniLM graph the deferred stage reads texts with
       minilm-tokenizer.json  its tokenizer
 
+The data guard (:mod:`gatebench.gate.data_guard`), when fitted, is saved as a
+head is: parameters under ``data_guard`` in ``gate.json``, arrays under
+``data_guard/`` in ``arrays.npz``.
+
 Every head is saved the same way: its :meth:`~gatebench.gate.heads.Head.get_state`
 dictionary is split into the JSON-able values (``head_params.<head>`` in
 ``gate.json``) and the arrays (``<head>/<name>`` in ``arrays.npz``), and
@@ -37,6 +41,7 @@ import numpy as np
 
 from gatebench.errors import DetectorError
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
+from gatebench.gate.data_guard import DataGuard
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.heads import (
@@ -49,6 +54,9 @@ from gatebench.gate.heads import (
 from gatebench.gate.judge import LLMJudge
 from gatebench.gate.multilingual import ENCODER_LANGUAGES, MultilingualEncoder, route_fingerprint
 from gatebench.gate.static_embed import StaticEmbedder
+
+#: Where the data guard's state is kept in ``gate.json`` and ``arrays.npz``.
+GUARD_KEY = "data_guard"
 
 if TYPE_CHECKING:
     from gatebench.gate.model import Gate
@@ -91,6 +99,10 @@ def save_gate(gate: Gate, path: Path) -> Path:
         params, head_arrays = _split_state(head.get_state())
         head_params[name] = params
         arrays.update({f"{name}/{k}": v for k, v in head_arrays.items()})
+    guard_params = None
+    if gate.guard is not None:
+        guard_params, guard_arrays = _split_state(gate.guard.get_state())
+        arrays.update({f"{GUARD_KEY}/{k}": v for k, v in guard_arrays.items()})
     meta = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -127,6 +139,8 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "routed_copies": gate.routed_copies,
         "shift_features": gate.shift_features,
         "combiner_only": list(gate.combiner_only),
+        "data_guard": gate.data_guard,
+        GUARD_KEY + "_state": guard_params,
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
         "judge": gate.judge.config() if gate.judge is not None else None,
@@ -263,6 +277,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         routed_copies=bool(meta.get("routed_copies", False)),
         shift_features=bool(meta.get("shift_features", False)),
         combiner_only=tuple(meta.get("combiner_only", ())),
+        data_guard=bool(meta.get("data_guard", False)),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache
@@ -290,6 +305,13 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         gate.sentence_combiner = _combiner(
             gate, path / "sentence.lgb.txt", sent["platt"], sent.get("blend")
         )
+    guard = meta.get(GUARD_KEY + "_state")
+    if guard is not None:
+        prefix = f"{GUARD_KEY}/"
+        state = dict(guard) | {
+            k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)
+        }
+        gate.guard = DataGuard.from_state(state)
     gate.band = (float(meta["band"][0]), float(meta["band"][1]))
     gate.head_thresholds = {k: float(v) for k, v in meta["head_thresholds"].items()}
     gate.deferred = DeferredStage.from_config(meta["deferred"])

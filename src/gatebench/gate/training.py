@@ -36,6 +36,7 @@ __all__ = [
     "combiner_rows",
     "fit_gate",
     "hard_weights",
+    "holdout_rows",
     "inner_groups",
     "row_weights",
 ]
@@ -122,6 +123,15 @@ def inner_groups(gate: Gate, views: Views, sources: np.ndarray | None) -> np.nda
     return cluster_groups(views, gate.stack_groups, gate.seed)
 
 
+def holdout_rows(labels: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The training and validation rows of a fit that was given no ``valid``: 15%, stratified."""
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(len(labels))
+    tr, va = train_test_split(idx, test_size=0.15, stratify=labels, random_state=seed)
+    return np.asarray(tr), np.asarray(va)
+
+
 def fit_gate(
     gate: Gate,
     texts: Sequence[str],
@@ -137,10 +147,7 @@ def fit_gate(
     if src is not None and len(src) != len(texts):
         raise ValueError(f"fit() got {len(src)} sources for {len(texts)} training texts")
     if valid is None:
-        from sklearn.model_selection import train_test_split
-
-        idx = np.arange(len(texts))
-        tr, va = train_test_split(idx, test_size=0.15, stratify=y, random_state=gate.seed)
+        tr, va = holdout_rows(y, gate.seed)
         valid = ([texts[i] for i in va], y[va])
         texts, y = [texts[i] for i in tr], y[tr]
         src = None if src is None else src[tr]

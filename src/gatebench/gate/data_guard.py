@@ -1,0 +1,184 @@
+"""Instructions inside data: a second reading of tool results and documents.
+
+A user turn is a request by nature, so Gate asks of it whether the request is
+an attack. A tool result or a retrieved document is data: an instruction
+inside it is out of place whatever it asks ("Write a poem about ...", "Please
+grant access to my friend Amy"), and that is what an indirect injection is.
+Gate's heads learned what attacks say, mostly from user turns, so they pass
+planted instructions that ask for nothing harmful.
+
+The guard learns the other question: does a line or sentence read as a
+request to an assistant? Its positives are the training set's user turns,
+every one a request whatever its label; its negatives are the lines and
+sentences of the benign tool results and documents (worked solutions,
+reports, code, records). A text at a data position scores the highest of its
+units. That score is moved onto Gate's scale by matching the two scores'
+log-odds on the benign data rows of the validation set (mean and spread),
+and a data text keeps the higher of the two: the guard can only raise a
+score, and a benign document scores as high on it as on Gate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from gatebench.gate.heads import CharHead, sigmoid
+
+__all__ = ["DATA_POSITIONS", "DataGuard", "check_positions", "text_units"]
+
+#: Positions whose texts an agent reads as data (see :class:`~gatebench.types.Position`).
+DATA_POSITIONS = frozenset({"tool", "document"})
+#: Shorter units are field names, numbers and list markers, not sentences.
+MIN_UNIT_CHARS = 12
+#: User turns longer than this carry context besides their request.
+MAX_REQUEST_CHARS = 400
+#: At most this many user turns are read as requests (drawn with the seed).
+MAX_REQUESTS = 20_000
+#: Below this many benign data rows in validation the scale match is not trusted.
+MIN_MATCH_ROWS = 30
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# Quotes, brackets and separators that serialised data wraps sentences in.
+_EDGES = " \t\"',{}[]"
+
+
+def check_positions(positions: Sequence[str | None], n: int, name: str) -> np.ndarray:
+    """``positions`` as an array of position names, None read as ``user``.
+
+    Raises
+    ------
+    ValueError
+        There is not one position per text, or one is not a position; the
+        message names the parameter, the row and the accepted values.
+    """
+    from gatebench.types import Position
+
+    pos = np.array(["user" if p is None else str(p) for p in positions], dtype=object)
+    if len(pos) != n:
+        raise ValueError(f"{name}: got {len(pos)} positions for {n} texts; give one per text")
+    allowed = [str(p) for p in Position]
+    bad = np.flatnonzero(~np.isin(pos, allowed))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"{name}[{i}] is {positions[i]!r}, not a position; use one of {allowed} "
+            "(None is a user turn)"
+        )
+    return pos
+
+
+def text_units(text: str) -> list[str]:
+    """The lines and sentences of ``text`` long enough to carry a request.
+
+    A text with none (one short line) is its own single unit.
+    """
+    units = [
+        unit
+        for line in text.split("\n")
+        for piece in _SENTENCE_END.split(line)
+        if len(unit := piece.strip(_EDGES)) >= MIN_UNIT_CHARS
+    ]
+    return units or [text]
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    q = np.clip(np.asarray(p, dtype=np.float64), 1e-7, 1 - 1e-7)
+    return np.asarray(np.log(q) - np.log1p(-q))
+
+
+class DataGuard:
+    """Scores how much a data text holds an instruction, on Gate's scale.
+
+    Parameters
+    ----------
+    seed : int
+        Seeds the draw of user turns and the head's SGD.
+    """
+
+    def __init__(self, *, seed: int = 0) -> None:
+        self.seed = int(seed)
+        self.head = CharHead(seed=self.seed)
+        #: (guard mean, guard spread, Gate mean, Gate spread) of benign data log-odds.
+        self.scale: tuple[float, float, float, float] | None = None
+
+    def fit(
+        self,
+        texts: Sequence[str],
+        positions: Sequence[str],
+        labels: np.ndarray,
+    ) -> dict[str, Any]:
+        """Fit the request reader on user turns against benign data units.
+
+        Returns what it was fitted on, for ``fit_info``; raises ``ValueError``
+        when the training set has no user turn or no benign data text.
+        """
+        pos = np.asarray(positions, dtype=object)
+        is_data = np.isin(pos, list(DATA_POSITIONS))
+        lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+        requests = np.flatnonzero(~is_data & (lengths <= MAX_REQUEST_CHARS))
+        benign_data = np.flatnonzero(is_data & (np.asarray(labels) == 0))
+        if requests.size == 0 or benign_data.size == 0:
+            raise ValueError(
+                f"data_guard needs user turns and benign tool results or documents in training; "
+                f"got {requests.size} user turns of at most {MAX_REQUEST_CHARS} characters and "
+                f"{benign_data.size} benign data texts. Add such rows or pass data_guard=false."
+            )
+        rng = np.random.default_rng(self.seed)
+        if requests.size > MAX_REQUESTS:
+            requests = np.sort(rng.choice(requests, size=MAX_REQUESTS, replace=False))
+        positives = [texts[int(i)] for i in requests]
+        negatives = [u for i in benign_data for u in text_units(texts[int(i)])]
+        y = np.r_[np.ones(len(positives)), np.zeros(len(negatives))].astype(np.int64)
+        # Each class weighs half, however many units the documents split into.
+        weight = np.where(y == 1, len(y) / (2 * len(positives)), len(y) / (2 * len(negatives)))
+        self.head.fit_x(self.head.represent(positives + negatives), y, weight)
+        return {"requests": len(positives), "data_units": len(negatives)}
+
+    def unit_logits(self, texts: Sequence[str]) -> np.ndarray:
+        """The highest request log-odds among each text's units."""
+        units = [text_units(t) for t in texts]
+        flat = [u for us in units for u in us]
+        if not flat:
+            return np.empty(0)
+        decision = self.head.decision_x(self.head.represent(flat))
+        ends = np.cumsum([len(us) for us in units])
+        return np.maximum.reduceat(decision, ends - np.array([len(us) for us in units]))
+
+    def match(self, texts: Sequence[str], gate_scores: np.ndarray) -> dict[str, Any]:
+        """Match the guard's scale to Gate's on benign data texts (validation rows)."""
+        if len(texts) < MIN_MATCH_ROWS:
+            raise ValueError(
+                f"data_guard needs at least {MIN_MATCH_ROWS} benign tool results or documents "
+                f"among the validation rows to set its scale; got {len(texts)}. Add such rows "
+                "or pass data_guard=false."
+            )
+        g, s = self.unit_logits(texts), _logit(gate_scores)
+        self.scale = (float(g.mean()), max(float(g.std()), 1e-6), float(s.mean()), float(s.std()))
+        return {"match_rows": len(texts), "scale": list(self.scale)}
+
+    def raise_scores(self, texts: Sequence[str], gate_scores: np.ndarray) -> np.ndarray:
+        """Gate's scores of data texts, raised where the guard reads an instruction."""
+        if self.scale is None:
+            raise RuntimeError("DataGuard is not fitted: call fit() and match() first")
+        g_mean, g_std, s_mean, s_std = self.scale
+        moved = (self.unit_logits(texts) - g_mean) / g_std * s_std + s_mean
+        return np.asarray(sigmoid(np.maximum(_logit(gate_scores), moved)))
+
+    def get_state(self) -> dict[str, Any]:
+        """The head's state (see :meth:`Head.get_state`) and the scale, for the model directory."""
+        if self.scale is None:
+            raise RuntimeError("DataGuard is not fitted: nothing to save")
+        return {**self.head.get_state(), "guard_scale": list(self.scale)}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> DataGuard:
+        """Rebuild a fitted guard from :meth:`get_state`."""
+        rest = {k: v for k, v in state.items() if k != "guard_scale"}
+        guard = cls(seed=int(rest.get("seed", 0)))
+        guard.head = CharHead.from_state(rest)
+        a, b, c, d = (float(v) for v in state["guard_scale"])
+        guard.scale = (a, b, c, d)
+        return guard
