@@ -293,6 +293,7 @@ def _one(
         sources=list(sources[it]),
         positions=where(it),
         valid_positions=where(iv),
+        valid_sources=list(sources[iv]),
     )
     fit_seconds = time.perf_counter() - t0
     p_valid = np.asarray(score_detector(model, list(texts[iv]), where(iv)), dtype=np.float64)

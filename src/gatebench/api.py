@@ -167,6 +167,7 @@ def train(
         sources=list(sources[tr]),
         positions=None if positions is None else list(positions[tr]),
         valid_positions=None if positions is None else list(positions[va]),
+        valid_sources=list(sources[va]),
     )
     extra["trace_spec"] = trace.info["spec"]  # what `gatebench evaluate` checks overlap against
     if held is not None:

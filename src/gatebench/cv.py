@@ -156,6 +156,7 @@ def fit_fold(
             sources=None if sources is None else list(sources[it]),
             positions=_take(positions, it),
             valid_positions=_take(positions, iv),
+            valid_sources=None if sources is None else list(sources[iv]),
         )
     except (TypeError, ValueError) as exc:
         # A bad parameter value surfaces only when the detector fits, inside a

@@ -168,3 +168,27 @@ def test_gate_fits_without_the_guard_when_it_cannot_have_one(gate_kw, make_data)
         users.score(["hello"], positions=["inbox"])
     with pytest.raises(ValueError, match="no valid_positions"):
         Gate(seed=0, **kw).fit(texts, y, valid=(texts, y), positions=["user"] * len(texts))
+
+
+def test_every_source_weighs_the_same_in_the_scale() -> None:
+    texts, positions, labels = _guard_data()
+    guard = DataGuard(seed=0)
+    guard.fit(texts, positions, labels)
+    rng = np.random.default_rng(5)
+    many = [_document(rng) for _ in range(3 * MIN_MATCH_ROWS)]
+    few = [_document(rng, "Please call me back tomorrow about the invoice.") for _ in range(10)]
+    scores = np.r_[np.full(len(many), 0.01), np.full(len(few), 0.2)]
+    groups = ["maths"] * len(many) + ["mail"] * len(few)
+    info = guard.match(many + few, scores, groups)
+    assert info["match_groups"] == 2
+    # Checked by hand: each group holds half the weight, whatever its size.
+    g = guard.unit_logits(many + few)
+    w = np.r_[np.full(len(many), 1 / len(many)), np.full(len(few), 1 / len(few))]
+    mean = np.average(g, weights=w)
+    assert guard.scale[0] == pytest.approx(mean)  # type: ignore[index]
+    assert guard.scale[1] == pytest.approx(np.sqrt(np.average((g - mean) ** 2, weights=w)))  # type: ignore[index]
+    s = np.log(scores / (1 - scores))
+    assert guard.scale[2] == pytest.approx(np.average(s, weights=w))  # type: ignore[index]
+    # Unweighted, the large group sets the scale instead.
+    guard.match(many + few, scores)
+    assert guard.scale[2] == pytest.approx(s.mean())  # type: ignore[index]

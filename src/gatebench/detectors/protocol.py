@@ -134,6 +134,7 @@ def fit_detector(
     sources: Sequence[str] | None = None,
     positions: Sequence[str] | None = None,
     valid_positions: Sequence[str] | None = None,
+    valid_sources: Sequence[str] | None = None,
 ) -> Detector:
     """Fit ``detector``, handing it what else it says it can use about each text.
 
@@ -142,7 +143,8 @@ def fit_detector(
     by taking a ``sources`` keyword; one that reads a text differently by
     where it sits in an agent's input (a user turn, a tool result, a
     document: :class:`~gatebench.types.Position`) takes ``positions`` and
-    ``valid_positions``. Every other detector is fitted exactly as before, so
+    ``valid_positions``; one that weighs validation rows by source takes
+    ``valid_sources``. Every other detector is fitted exactly as before, so
     third-party detectors need no change.
     """
     extra: dict[str, Any] = {}
@@ -151,6 +153,8 @@ def fit_detector(
     if positions is not None and _takes(detector.fit, "positions"):
         extra["positions"] = positions
         extra["valid_positions"] = valid_positions
+    if valid_sources is not None and _takes(detector.fit, "valid_sources"):
+        extra["valid_sources"] = valid_sources
     return detector.fit(texts, labels, valid=valid, **extra)
 
 

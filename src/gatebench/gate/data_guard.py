@@ -15,7 +15,10 @@ reports, code, records). A text at a data position scores the highest of its
 units. That score is moved onto Gate's scale by matching the two scores'
 log-odds on the benign data rows of the validation set (mean and spread),
 and a data text keeps the higher of the two: the guard can only raise a
-score, and a benign document scores as high on it as on Gate.
+score, and a benign document scores as high on it as on Gate. Each source
+of those rows weighs the same in the match: a corpus of one kind of document
+(thousands of worked maths solutions) would otherwise set a scale that
+holds for that kind and flags the others.
 """
 
 from __future__ import annotations
@@ -89,6 +92,12 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.asarray(np.log(q) - np.log1p(-q))
 
 
+def _moments(values: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
+    """Weighted mean and standard deviation."""
+    mean = float(np.average(values, weights=weight))
+    return mean, float(np.sqrt(np.average((values - mean) ** 2, weights=weight)))
+
+
 class DataGuard:
     """Scores how much a data text holds an instruction, on Gate's scale.
 
@@ -147,17 +156,34 @@ class DataGuard:
         ends = np.cumsum([len(us) for us in units])
         return np.maximum.reduceat(decision, ends - np.array([len(us) for us in units]))
 
-    def match(self, texts: Sequence[str], gate_scores: np.ndarray) -> dict[str, Any]:
-        """Match the guard's scale to Gate's on benign data texts (validation rows)."""
+    def match(
+        self,
+        texts: Sequence[str],
+        gate_scores: np.ndarray,
+        groups: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Match the guard's scale to Gate's on benign data texts (validation rows).
+
+        ``groups`` (each text's source) gives every group the same total weight
+        in the means and spreads; None weighs every text the same.
+        """
         if len(texts) < MIN_MATCH_ROWS:
             raise ValueError(
                 f"data_guard needs at least {MIN_MATCH_ROWS} benign tool results or documents "
                 f"among the validation rows to set its scale; got {len(texts)}. Add such rows "
                 "or pass data_guard=false."
             )
-        g, s = self.unit_logits(texts), _logit(gate_scores)
-        self.scale = (float(g.mean()), max(float(g.std()), 1e-6), float(s.mean()), float(s.std()))
-        return {"match_rows": len(texts), "scale": list(self.scale)}
+        weight = np.ones(len(texts))
+        if groups is not None:
+            _, which, counts = np.unique(
+                np.asarray(groups), return_inverse=True, return_counts=True
+            )
+            weight = 1.0 / counts[which]
+        g_mean, g_std = _moments(self.unit_logits(texts), weight)
+        s_mean, s_std = _moments(_logit(gate_scores), weight)
+        self.scale = (g_mean, max(g_std, 1e-6), s_mean, s_std)
+        n_groups = None if groups is None else len(set(groups))
+        return {"match_rows": len(texts), "match_groups": n_groups, "scale": list(self.scale)}
 
     def raise_scores(self, texts: Sequence[str], gate_scores: np.ndarray) -> np.ndarray:
         """Gate's scores of data texts, raised where the guard reads an instruction."""

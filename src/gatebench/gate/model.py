@@ -486,6 +486,7 @@ class Gate:
         sources: Sequence[str] | None = None,
         positions: Sequence[str] | None = None,
         valid_positions: Sequence[str] | None = None,
+        valid_sources: Sequence[str] | None = None,
     ) -> Self:
         """Fit heads, combiner, band and deferred stage (and the data guard).
 
@@ -505,8 +506,13 @@ class Gate:
             Where each training and validation text sits (``user``, ``tool``,
             ``document``; None is a user turn). ``data_guard`` needs them;
             ``valid_positions`` is required with ``positions`` and ``valid``.
+        valid_sources : sequence of str, optional
+            The source of each validation text. The data guard sets its scale
+            with every source's benign data texts weighing the same, so that
+            one large corpus of one kind of document does not set it alone.
         """
         pos, v_pos = None, None
+        v_src = None if valid_sources is None else list(valid_sources)
         if positions is not None:
             pos = check_positions(positions, len(texts), "positions")
             if valid is None:
@@ -515,6 +521,7 @@ class Gate:
                 tr, va = holdout_rows(np.asarray(labels), self.seed)
                 valid = ([texts[i] for i in va], np.asarray(labels)[va])
                 texts, labels, v_pos = [texts[i] for i in tr], np.asarray(labels)[tr], pos[va]
+                v_src = None if sources is None else [sources[i] for i in va]
                 sources = None if sources is None else [sources[i] for i in tr]
                 pos = pos[tr]
             elif valid_positions is None:
@@ -527,7 +534,7 @@ class Gate:
         fit_gate(self, texts, labels, valid, sources)
         self.guard = None
         if self.data_guard:
-            self._fit_guard(list(texts), np.asarray(labels), pos, valid, v_pos)
+            self._fit_guard(list(texts), np.asarray(labels), pos, valid, v_pos, v_src)
         return self
 
     def _fit_guard(
@@ -537,6 +544,7 @@ class Gate:
         positions: np.ndarray | None,
         valid: Valid,
         valid_positions: np.ndarray | None,
+        valid_sources: list[str] | None,
     ) -> None:
         """Fit the data guard, or record in ``fit_info`` why it was left out."""
         if positions is None or valid is None or valid_positions is None:
@@ -548,7 +556,8 @@ class Gate:
         try:
             info = guard.fit(texts, list(positions), labels)
             reference = [v_texts[i] for i in ref]
-            info |= guard.match(reference, run_cascade(self, reference)[0])
+            groups = None if valid_sources is None else [valid_sources[i] for i in ref]
+            info |= guard.match(reference, run_cascade(self, reference)[0], groups)
         except ValueError as exc:
             # A training set of user turns only (a user's own data) has nothing to
             # teach the guard; Gate is complete without it.
