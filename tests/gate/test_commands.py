@@ -39,12 +39,15 @@ def test_train_model_passes_the_sources_to_every_fit(monkeypatch, tmp_path, fold
             "label": [0, 1] * 20,
             "sample_id": [f"s{i}" for i in range(40)],
             "source": ["a"] * 30 + ["b"] * 10,
+            "position": ["user"] * 35 + ["document"] * 5,
         }
     )
     seen: list[tuple[int, list[str] | None]] = []
+    placed: list[dict[str, object]] = []
 
-    def record(self, texts, y, *, valid=None, sources=None):  # type: ignore[no-untyped-def]
+    def record(self, texts, y, *, valid=None, sources=None, **rest):  # type: ignore[no-untyped-def]
         seen.append((len(texts), None if sources is None else list(sources)))
+        placed.append(rest)
         raise _StopError
 
     monkeypatch.setattr(Gate, "fit", record)
@@ -55,6 +58,11 @@ def test_train_model_passes_the_sources_to_every_fit(monkeypatch, tmp_path, fold
     assert set(sources) == ({"a", "b"} if folds else set(frame["source"]))
     if not folds:
         assert sources == frame["source"].tolist()
+        assert placed[0] == {"positions": frame["position"].tolist()}
+    else:
+        # Each fold's fit gets its rows' positions, and its validation rows' too.
+        assert len(placed[0]["positions"]) == n  # type: ignore[arg-type]
+        assert set(placed[0]) == {"positions", "valid_positions", "valid_sources"}
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gatebench.gate.model import Gate
+from gatebench.trace import row_positions
 
 __all__ = ["detect", "read_texts", "train_model"]
 
@@ -42,7 +43,8 @@ def train_model(
     trace_frame : DataFrame
         A trace frame (columns ``text``, ``label``, ``sample_id``; one row per
         chunk). Its ``source`` column, where there is one, goes to every fit,
-        for Gate's source-balanced weights.
+        for Gate's source-balanced weights; its ``position`` column, where
+        every row has one, to every fit and score, for the data guard.
     out_dir : path
         Model directory to write.
     seed : int
@@ -74,6 +76,12 @@ def train_model(
     src: list[str] | None = (
         trace_frame["source"].astype(str).tolist() if "source" in trace_frame else None
     )
+    where = row_positions(trace_frame)
+    pos: list[str] | None = None if where is None else [str(p) for p in where]
+
+    def take(values: list[str] | None, rows: Any) -> list[str] | None:
+        return None if values is None else [values[i] for i in rows]
+
     summary: dict[str, Any] = {"threshold": None}
     if folds:
         oof = np.zeros(len(y))
@@ -87,9 +95,12 @@ def train_model(
                 [texts[i] for i in itr],
                 y[itr],
                 valid=([texts[i] for i in iva], y[iva]),
-                sources=None if src is None else [src[i] for i in itr],
+                sources=take(src, itr),
+                positions=take(pos, itr),
+                valid_positions=take(pos, iva),
+                valid_sources=take(src, iva),
             )
-            oof[te] = gate.score([texts[i] for i in te])
+            oof[te] = gate.score([texts[i] for i in te], positions=take(pos, te))
         # Metrics are per prompt: a chunked prompt takes its highest chunk score (§2.4).
         ids = trace_frame["sample_id"].to_numpy()
         pooled = pd.DataFrame({"id": ids, "y": y, "s": oof}).groupby("id").max()
@@ -103,7 +114,7 @@ def train_model(
             feasible=bool(op.feasible),
         )
     final = Gate(seed=child_seed(seed, "gate", "final"), threshold=summary["threshold"], **params)
-    final.fit(texts, y, sources=src)
+    final.fit(texts, y, sources=src, positions=pos)
     path = final.save(out_dir, trace_id=trace_id)
     summary.update(model_dir=str(path), fit_info=final.fit_info)
     return summary
