@@ -8,8 +8,9 @@ Usage::
 Without ``--model`` it trains Gate once (seed 0) on 80% of the default trace's
 prompts and saves it under ``.cache/gatebench/bench-gate-model-<key>``, the key
 a hash of the trace id, ``--param`` and Gate's defaults; the texts
-it times are drawn from the other 20%. Timing a model on its own training
-texts would be wrong twice over: they score more confidently in some heads
+it times are drawn from the other 20%, each scored at its own position
+(user turn, tool result, document), which only a data guard reads. Timing a
+model on its own training texts would be wrong twice over: they score more confidently in some heads
 (the neighbour head finds the text itself) and less in others, so the share
 routed to the deferred stage, and with it the latency, is not the share unseen
 traffic gets. ``--model`` takes a ``gatebench train`` directory (or a bare
@@ -60,10 +61,13 @@ def _split(seed: int = 0, holdout: float = 0.2) -> tuple[pd.DataFrame, pd.DataFr
     return train, held, trace.trace_id
 
 
-def _texts(frame: pd.DataFrame, n: int, seed: int) -> list[str]:
+def _texts(frame: pd.DataFrame, n: int, seed: int) -> tuple[list[str], list[str]]:
+    """A seeded sample of texts, with their positions (a data guard reads them)."""
     texts = frame["text"].tolist()
+    where = frame["position"].fillna("user").tolist()
     rng = np.random.default_rng(seed)
-    return [texts[i] for i in rng.choice(len(texts), size=min(n, len(texts)), replace=False)]
+    picks = rng.choice(len(texts), size=min(n, len(texts)), replace=False)
+    return [texts[i] for i in picks], [where[i] for i in picks]
 
 
 def set_deferred_weights(gate: Any, spec: str) -> None:
@@ -148,8 +152,8 @@ def _child(model: str) -> None:
     t0 = time.perf_counter()
     gate.warm()
     warm_s = time.perf_counter() - t0
-    texts = json.loads(sys.stdin.read())
-    gate.score(texts)
+    texts, positions = json.loads(sys.stdin.read())
+    gate.score(texts, positions=positions)
     print(json.dumps({"load_s": load_s, "warm_s": warm_s, "rss_mb": _peak_rss_mb()}))
 
 
@@ -192,14 +196,14 @@ def main() -> None:
     model = _ensure_model(
         args.model or _default_model(trace_id, params), train, trace_id, params or None
     )
-    single = _texts(held, args.n_single, seed=1)
-    batch = _texts(held, args.n_batch, seed=2)
+    single, single_at = _texts(held, args.n_single, seed=1)
+    batch, batch_at = _texts(held, args.n_batch, seed=2)
 
     loads, warms, rss = [], [], []
     for _ in range(args.runs):
         out = subprocess.run(
             [sys.executable, __file__, "--child", str(model)],
-            input=json.dumps(batch[:1000]),
+            input=json.dumps([batch[:1000], batch_at[:1000]]),
             capture_output=True,
             text=True,
             check=True,
@@ -218,16 +222,17 @@ def main() -> None:
         except ValueError as err:
             ap.error(f"--deferred-weights={err}")
     gate.warm()  # what a service does at start: the multilingual encoder loads now
-    gate.score(single[:20])  # warm-up: first calls pay lazy imports and allocations
+    # Warm-up: first calls pay lazy imports and allocations.
+    gate.score(single[:20], positions=single_at[:20])
     p50s, p95s, fast50, fast95, tputs = [], [], [], [], []
     fractions: dict[str, float] = {}
     for _ in range(args.runs):
         gate.reset_stats()
         lat, lat_fast = [], []
-        for t in single:
+        for t, at in zip(single, single_at, strict=True):
             before = gate.stats["fast_exit"]
             t0 = time.perf_counter()
-            gate.score([t])
+            gate.score([t], positions=[at])
             dt = time.perf_counter() - t0
             lat.append(dt)
             if gate.stats["fast_exit"] > before:
@@ -239,7 +244,7 @@ def main() -> None:
         fast95.append(float(np.percentile(lat_fast, 95)) * 1e3)
         t0 = time.perf_counter()
         for i in range(0, len(batch), 256):
-            gate.score(batch[i : i + 256])
+            gate.score(batch[i : i + 256], positions=batch_at[i : i + 256])
         tputs.append(len(batch) / (time.perf_counter() - t0))
 
     result = {
