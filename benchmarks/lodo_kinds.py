@@ -17,7 +17,13 @@ again; nothing is refitted. Kinds:
 - ``length``: under 256, 256-1,023, and 1,024 or more characters;
 - ``data``: serialised data, against the rest: a dict or JSON text with three keys
   or more, or three non-empty lines or more of which at least 30% are ``key:``
-  fields or table rows (a tool's output, a YAML record, a markdown table).
+  fields or table rows (a tool's output, a YAML record, a markdown table);
+- ``position``: the one kind not read from the text: the trace row's position, a
+  tool result or document against a user turn (what a detector is told when it
+  reads positions, as Gate's data guard does).
+
+``--plain`` reads a data-guarded run's scores without positions instead
+(``p_valid_plain``, ``p_test_plain``; see ``lodo_unguarded.py``).
 
 Each row gives the LODO macro, the sources below 0.5, and the pooled FPR on
 held-out benign prompts and recall on held-out attacks; the ``none`` rows at
@@ -98,8 +104,9 @@ def lodo_under(
     for path in sorted(scores.glob("*.npz")):
         z = np.load(path)
         iv, te = z["valid"], z["test"]
-        lv = logit(np.clip(z["p_valid"], 1e-9, 1 - 1e-9))
-        lt = logit(np.clip(z["p_test"], 1e-9, 1 - 1e-9))
+        suffix = "_plain" if args.plain else ""
+        lv = logit(np.clip(z["p_valid" + suffix], 1e-9, 1 - 1e-9))
+        lt = logit(np.clip(z["p_test" + suffix], 1e-9, 1 - 1e-9))
         shift = kind_shifts(lv, y[iv], kind[iv], args.quantile, args.min_benign)
         sv = expit(lv + np.array([shift[int(k)] for k in kind[iv]]))
         st = expit(lt + np.array([shift.get(int(k), 0.0) for k in kind[te]]))
@@ -123,6 +130,7 @@ def main() -> None:
     ap.add_argument("--kinds", nargs="+", default=["segments", "length"])
     ap.add_argument("--quantile", type=float, default=0.99, help="benign quantile to align")
     ap.add_argument("--min-benign", type=int, default=50, help="fewest benign rows to move a kind")
+    ap.add_argument("--plain", action="store_true", help="a guarded run's scores without positions")
     args = ap.parse_args()
 
     frame = trace_frame()
@@ -130,10 +138,10 @@ def main() -> None:
     print("| kinds | FPR bound | LODO macro | below 0.5 | held-out benign FPR | attack recall |")
     print("|---|---|---|---|---|---|")
     rows = [("none", tau) for tau in (0.005, 0.01, 0.02)] + [(k, 0.01) for k in args.kinds]
+    data = frame["position"].isin(["tool", "document"]).to_numpy(dtype=np.int64)
     for rule, tau in rows:
-        macro, below, fpr, recall = lodo_under(
-            frame, args.scores, text_kinds(texts, rule), args, tau
-        )
+        kind = data if rule == "position" else text_kinds(texts, rule)
+        macro, below, fpr, recall = lodo_under(frame, args.scores, kind, args, tau)
         print(f"| {rule} | {tau} | {macro:.3f} | {below} | {fpr:.3f} | {recall:.3f} |", flush=True)
 
 
