@@ -195,54 +195,14 @@ def test_zero_jobs_is_refused() -> None:
         load_config(None, n_jobs=0)
 
 
-class _SourceRecorder:
-    """Scores at random; records the (text, source) pairs each fit receives."""
+class _RowRecorder:
+    """Scores at random; records what each fit and score receives besides the texts."""
 
-    name = "source-recorder"
+    name = "row-recorder"
     requires_fit = True
+    #: (text, source) pairs of each fit.
     fits: ClassVar[list[list[tuple[str, str]]]] = []
-
-    def __init__(self, *, seed: int = 0) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def fit(
-        self,
-        texts: Sequence[str],
-        labels: np.ndarray,
-        *,
-        valid: Any = None,
-        sources: Sequence[str] | None = None,
-    ) -> Self:
-        assert sources is not None and len(sources) == len(texts)
-        type(self).fits.append(list(zip(texts, sources, strict=True)))
-        return self
-
-    def score(self, texts: Sequence[str]) -> np.ndarray:
-        return self.rng.random(len(texts))
-
-
-def test_a_fit_that_takes_sources_gets_each_training_rows_source(
-    tmp_path: Path, data_dir: Path
-) -> None:
-    if "source-recorder" not in DETECTORS:
-        DETECTORS.add("source-recorder", _SourceRecorder)
-    _SourceRecorder.fits.clear()
-    config = _config(tmp_path, data_dir, detector="source-recorder", backend="sequential")
-    api.evaluate(config)
-    spec = TraceSpec(sources=SOURCES, caps={"advbench": 150}, seed=config.seed)
-    frame = build_trace(spec, data_dir=data_dir).frame
-    pairs = set(zip(frame["text"], frame["source"], strict=True))
-    assert len(_SourceRecorder.fits) == config.folds * len(config.passes)
-    for fit in _SourceRecorder.fits:
-        assert {s for _, s in fit} == set(SOURCES)
-        assert set(fit) <= pairs  # every text arrives with its own source
-
-
-class _PositionRecorder:
-    """Scores at random; records the (text, position) pairs every fit and score receives."""
-
-    name = "position-recorder"
-    requires_fit = True
+    #: ("fit" | "valid" | "score", (text, position) pairs) of each call.
     seen: ClassVar[list[tuple[str, list[tuple[str, str]]]]] = []
 
     def __init__(self, *, seed: int = 0) -> None:
@@ -254,10 +214,12 @@ class _PositionRecorder:
         labels: np.ndarray,
         *,
         valid: Any = None,
+        sources: Sequence[str] | None = None,
         positions: Sequence[str] | None = None,
         valid_positions: Sequence[str] | None = None,
     ) -> Self:
-        assert positions is not None and valid_positions is not None
+        assert sources is not None and positions is not None and valid_positions is not None
+        type(self).fits.append(list(zip(texts, sources, strict=True)))
         type(self).seen.append(("fit", list(zip(texts, positions, strict=True))))
         type(self).seen.append(("valid", list(zip(valid[0], valid_positions, strict=True))))
         return self
@@ -268,17 +230,38 @@ class _PositionRecorder:
         return self.rng.random(len(texts))
 
 
+def _recorder() -> type[_RowRecorder]:
+    if "row-recorder" not in DETECTORS:
+        DETECTORS.add("row-recorder", _RowRecorder)
+    _RowRecorder.fits.clear()
+    _RowRecorder.seen.clear()
+    return _RowRecorder
+
+
+def test_a_fit_that_takes_sources_gets_each_training_rows_source(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    recorder = _recorder()
+    config = _config(tmp_path, data_dir, detector="row-recorder", backend="sequential")
+    api.evaluate(config)
+    spec = TraceSpec(sources=SOURCES, caps={"advbench": 150}, seed=config.seed)
+    frame = build_trace(spec, data_dir=data_dir).frame
+    pairs = set(zip(frame["text"], frame["source"], strict=True))
+    assert len(recorder.fits) == config.folds * len(config.passes)
+    for fit in recorder.fits:
+        assert {s for _, s in fit} == set(SOURCES)
+        assert set(fit) <= pairs  # every text arrives with its own source
+
+
 def test_a_detector_that_reads_positions_gets_each_rows_position(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    if "position-recorder" not in DETECTORS:
-        DETECTORS.add("position-recorder", _PositionRecorder)
-    _PositionRecorder.seen.clear()
+    recorder = _recorder()
     sources, caps = ("xstest", "bipia"), {"bipia": 200}
     config = _config(
         tmp_path,
         data_dir,
-        detector="position-recorder",
+        detector="row-recorder",
         backend="sequential",
         sources=sources,
         caps=caps,
@@ -286,9 +269,9 @@ def test_a_detector_that_reads_positions_gets_each_rows_position(
     api.evaluate(config)
     frame = build_trace(TraceSpec(sources=sources, caps=caps, seed=config.seed), data_dir=data_dir)
     pairs = set(zip(frame.frame["text"], frame.frame["position"], strict=True))
-    kinds = {kind for kind, _ in _PositionRecorder.seen}
+    kinds = {kind for kind, _ in recorder.seen}
     assert kinds == {"fit", "valid", "score"}
-    for _, seen in _PositionRecorder.seen:
+    for _, seen in recorder.seen:
         assert set(seen) <= pairs  # every text arrives with its own position
-    fitted = {p for kind, seen in _PositionRecorder.seen if kind == "fit" for _, p in seen}
+    fitted = {p for kind, seen in recorder.seen if kind == "fit" for _, p in seen}
     assert fitted == {"user", "document"}
