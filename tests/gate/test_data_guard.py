@@ -176,7 +176,10 @@ def test_every_source_weighs_the_same_in_the_scale() -> None:
     guard.fit(texts, positions, labels)
     rng = np.random.default_rng(5)
     many = [_document(rng) for _ in range(3 * MIN_MATCH_ROWS)]
-    few = [_document(rng, "Please call me back tomorrow about the invoice.") for _ in range(10)]
+    few = [
+        _document(rng, "Please call me back tomorrow about the invoice.")
+        for _ in range(MIN_MATCH_ROWS)
+    ]
     scores = np.r_[np.full(len(many), 0.01), np.full(len(few), 0.2)]
     groups = ["maths"] * len(many) + ["mail"] * len(few)
     info = guard.match(many + few, scores, groups)
@@ -192,3 +195,9 @@ def test_every_source_weighs_the_same_in_the_scale() -> None:
     # Unweighted, the large group sets the scale instead.
     guard.match(many + few, scores)
     assert guard.scale[2] == pytest.approx(s.mean())  # type: ignore[index]
+    # A group of one weighs one row's share, not a group's.
+    stray = np.r_[scores, 0.9]
+    guard.match([*many, *few, "A stray line."], stray, [*groups, "stray"])
+    w = np.r_[w, 1 / MIN_MATCH_ROWS]
+    s = np.log(stray / (1 - stray))
+    assert guard.scale[2] == pytest.approx(np.average(s, weights=w))  # type: ignore[index]

@@ -18,7 +18,9 @@ and a data text keeps the higher of the two: the guard can only raise a
 score, and a benign document scores as high on it as on Gate. Each source
 of those rows weighs the same in the match: a corpus of one kind of document
 (thousands of worked maths solutions) would otherwise set a scale that
-holds for that kind and flags the others.
+holds for that kind and flags the others. A source with only a few rows
+weighs what its rows do, so that one stray document cannot set a fifth of
+the scale.
 """
 
 from __future__ import annotations
@@ -165,7 +167,8 @@ class DataGuard:
         """Match the guard's scale to Gate's on benign data texts (validation rows).
 
         ``groups`` (each text's source) gives every group the same total weight
-        in the means and spreads; None weighs every text the same.
+        in the means and spreads, a group of fewer than ``MIN_MATCH_ROWS`` texts
+        the weight of that many texts' share; None weighs every text the same.
         """
         if len(texts) < MIN_MATCH_ROWS:
             raise ValueError(
@@ -178,7 +181,9 @@ class DataGuard:
             _, which, counts = np.unique(
                 np.asarray(groups), return_inverse=True, return_counts=True
             )
-            weight = 1.0 / counts[which]
+            # A source with a handful of rows weighs as its rows do: one stray
+            # document must not hold a whole source's share of the scale.
+            weight = 1.0 / np.maximum(counts[which], MIN_MATCH_ROWS)
         g_mean, g_std = _moments(self.unit_logits(texts), weight)
         s_mean, s_std = _moments(_logit(gate_scores), weight)
         self.scale = (g_mean, max(g_std, 1e-6), s_mean, s_std)
