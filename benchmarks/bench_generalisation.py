@@ -220,6 +220,7 @@ def trace_frame(**spec: Any) -> pd.DataFrame:
         "twins": run.twins,
         "persona_twins": run.persona_twins,
         "persona_halves": run.persona_halves,
+        "documents": run.documents,
     }
     data_dir = os.environ.get("GATEBENCH_DATA")
     spec = TraceSpec(**{**fields, **spec})
@@ -385,6 +386,11 @@ def main() -> None:
     ap.add_argument(
         "--cap", action="append", default=[], help="source cap NAME=ROWS or NAME=none (as run)"
     )
+    ap.add_argument(
+        "--documents",
+        action="store_true",
+        help="keep the training corpora's benign documents (as run --documents)",
+    )
     args = ap.parse_args()
     params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
 
@@ -402,6 +408,7 @@ def main() -> None:
         persona_twins=args.persona_twins,
         persona_halves=args.persona_halves,
         caps=parse_caps(args.cap),
+        documents=args.documents,
     )
     if args.mode == "lofo":
         # Constructed rows are never held out; each refit drops those built from held-out text.

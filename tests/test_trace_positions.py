@@ -139,3 +139,25 @@ def test_a_trace_written_before_positions_reads_them_as_unknown(
     assert row_positions(loaded.frame) is None
     assert row_positions(trace.frame).tolist() == trace.frame["position"].tolist()
     assert loaded.frame["row_id"].tolist() == old.frame["row_id"].tolist()
+
+
+def test_a_training_corpus_keeps_its_documents_only_when_asked(
+    fixture_source: None, tmp_path: Path
+) -> None:
+    mirror = _mirror(tmp_path, ROWS)
+    spec = {"sources": (CARD.name,), "roles": {CARD.name: "training"}}
+    without = build_trace(TraceSpec(**spec), data_dir=mirror)
+    kept = build_trace(TraceSpec(**spec, documents=True), data_dir=mirror)
+    # Left out, the three data rows are counted where the source's other exclusions are.
+    assert set(without.frame["position"]) == {"user"}
+    counts = without.info["per_source"][CARD.name]
+    assert counts["excluded_by_loader"] == {trace_module.DOCUMENTS_LEFT_OUT: 3}
+    assert counts["loaded"] == 1  # as for rows a loader leaves out itself
+    assert set(kept.frame["position"]) == {"user", "tool", "document"}
+    assert kept.info["per_source"][CARD.name]["excluded_by_loader"] == {}
+    assert kept.trace_id != without.trace_id
+    # An evaluation source keeps every row either way, and its trace id does not move.
+    scored = build_trace(TraceSpec(sources=(CARD.name,)), data_dir=mirror)
+    also = build_trace(TraceSpec(sources=(CARD.name,), documents=False), data_dir=mirror)
+    assert set(scored.frame["position"]) == {"user", "tool", "document"}
+    assert also.trace_id == scored.trace_id

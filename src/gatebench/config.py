@@ -49,6 +49,7 @@ class RunConfig(BaseModel):
     twins: int = 3000
     persona_twins: int = 0
     persona_halves: str = "both"
+    documents: bool = False
     chunk_chars: int = 4000
     chunk_overlap: int = 400
     # How the paths in `sources` are read (gatebench.data.local.FileOptions).
@@ -152,6 +153,7 @@ class RunConfig(BaseModel):
                 "twins",
                 "persona_twins",
                 "persona_halves",
+                "documents",
             )
         }
         files = ("text_field", "label_field", "id_field", "group_field", "label_map")

@@ -21,7 +21,7 @@ import pandas as pd
 from gatebench.augment import EMBEDDED_PAYLOADS, EMBEDDED_SOURCE, embedded_injections
 from gatebench.chunking import chunk_texts
 from gatebench.data import get_loader
-from gatebench.data.loaders import Loader
+from gatebench.data.loaders import Loader, LoadResult
 from gatebench.data.local import FileOptions
 from gatebench.data.presets import DEFAULT_SOURCES, PAPER_SOURCES, TRAINING_SOURCES
 from gatebench.data.resolve import data_dir_from_env, resolve_files, resolve_root
@@ -54,6 +54,7 @@ from gatebench.types import Position, Role, Sample
 
 __all__ = [
     "DEFAULT_SOURCES",
+    "DOCUMENTS_LEFT_OUT",
     "PAPER_SOURCES",
     "TRACE_FORMAT",
     "TRAINING_SOURCES",
@@ -68,6 +69,9 @@ __all__ = [
     "scored_rows",
     "shares_group_with",
 ]
+
+#: Why a training corpus's documents are missing from a trace built without ``documents``.
+DOCUMENTS_LEFT_OUT = "benign documents (the trace's documents option is off)"
 
 # 2: rows carry a role; training rows that share a group with an evaluation row are dropped.
 # 3: rows carry a position (user turn, tool result, document).
@@ -138,6 +142,13 @@ class TraceSpec:
     persona_halves : str
         Which rows of each persona pair are built: ``both`` (the default) or
         ``benign`` (the frame before a benign request only).
+    documents : bool
+        Keep the training corpora's benign documents (rows at a tool or
+        document position: worked solutions, threat reports, completed
+        functions). Off by default: without positions a detector reads them as
+        prompts, and measured by LODO they cost user-turn recall at a given
+        FPR (benchmarks/RESULTS.md); Gate's data guard learns from them. Left
+        out, they are counted per source under :data:`DOCUMENTS_LEFT_OUT`.
     """
 
     sources: tuple[str, ...] = DEFAULT_SOURCES
@@ -152,6 +163,7 @@ class TraceSpec:
     twins: int = 3000
     persona_twins: int = 0
     persona_halves: str = "both"
+    documents: bool = False
     files: FileOptions = field(default_factory=FileOptions)
     paths: dict[str, str] = field(default_factory=dict)
 
@@ -261,11 +273,23 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
         payload["persona_twins"] = spec.persona_twins
         if spec.persona_halves != "both":
             payload["persona_halves"] = spec.persona_halves
+    if spec.documents:
+        payload["documents"] = True
     if spec.embedded and spec.embedded_payloads != "attacks":
         # Only when it changes the rows, so the ids of earlier traces stay valid.
         payload["embedded_payloads"] = spec.embedded_payloads
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+def _without_documents(result: LoadResult) -> LoadResult:
+    """``result`` without its rows at a tool or document position, counted as left out."""
+    data = {str(Position.TOOL), str(Position.DOCUMENT)}
+    kept = [s for s in result.samples if s.position not in data]
+    if len(kept) == len(result.samples):
+        return result
+    excluded = {**result.excluded, DOCUMENTS_LEFT_OUT: len(result.samples) - len(kept)}
+    return LoadResult(samples=kept, malformed=result.malformed, excluded=excluded)
 
 
 def _collapse_exact(samples: list[Sample]) -> tuple[list[Sample], int, list[dict[str, Any]]]:
@@ -471,11 +495,14 @@ def build_trace(
                 "source from --sources."
             )
         malformed.extend(m.as_dict() for m in result.malformed)
+        role = spec.role_for(loader)
+        if role == Role.TRAINING and not spec.documents:
+            result = _without_documents(result)
         unique, n_dup, conflicts = _collapse_exact(result.samples)
         within_conflicts.extend({"source": name, **c} for c in conflicts)
         cap = spec.cap_for(loader)
         kept = _apply_cap(unique, cap, child_sequence(spec.seed, "cap", name))
-        role, family = spec.role_for(loader), str(loader.card.family)
+        family = str(loader.card.family)
         per_source[name] = loaded_source_counts(
             result,
             kept,

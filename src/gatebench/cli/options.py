@@ -119,6 +119,14 @@ PersonaHalves = Annotated[
         help="Which rows of each --persona-twins pair are built: both (default) or benign.",
     ),
 ]
+Documents = Annotated[
+    bool | None,
+    typer.Option(
+        "--documents/--no-documents",
+        help="Keep the training corpora's benign documents (worked solutions, threat "
+        "reports, code), which Gate's data guard learns from (default: left out).",
+    ),
+]
 SkipMissing = Annotated[
     bool, typer.Option("--skip-missing", help="Run on the available sources; record the rest.")
 ]
