@@ -245,7 +245,12 @@ class Gate:
         reads as a request to an assistant. It needs each text's position,
         in ``fit(..., positions=..., valid_positions=...)`` and in
         ``score(texts, positions=...)``; texts scored without positions are
-        user turns and the guard does not read them.
+        user turns and the guard does not read them. It learns from the
+        benign tool results and documents in training, which the default
+        trace holds few of: build it with ``--documents``. Off by default:
+        measured by LODO its gain did not hold on a second draw of refits,
+        and at one global threshold it costs user-turn recall
+        (benchmarks/RESULTS.md).
     """
 
     name = "gate"
