@@ -9,7 +9,9 @@ writes the plain reading as LODO rows (the threshold re-picked by the LODO
 rule on the plain inner-valid scores), for ``lodo_compare.py``. Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/lodo_unguarded.py \
-        runs/scores-lodo-guard --out runs/lodo-guard-plain.jsonl [--mode lodo]
+        runs/scores-lodo-guard --out runs/lodo-guard-plain.jsonl [--documents] [--mode lodo]
+
+``--documents`` builds the trace the run was scored on when it had ``--documents``.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ def main() -> None:
     ap.add_argument("scores", type=Path, help="a --scores folder of a data-guarded run")
     ap.add_argument("--out", type=Path, required=True, help="LODO rows of the plain reading")
     ap.add_argument("--mode", choices=("lodo", "lofo"), default="lodo", help="what was held out")
+    ap.add_argument("--documents", action="store_true", help="the run's trace kept the documents")
     args = ap.parse_args()
 
-    frame = trace_frame().reset_index(drop=True)
+    frame = trace_frame(documents=args.documents).reset_index(drop=True)
     held = held_units(frame, args.mode)
     names = sorted(p.stem for p in args.scores.glob("*.npz"))
     if not names:
