@@ -272,7 +272,7 @@ def _one(
 ) -> dict[str, Any]:
     from gatebench.detectors import DetectorSpec, fit_detector, make_detector, score_detector
     from gatebench.seeding import child_seed
-    from gatebench.trace import row_positions
+    from gatebench.trace import positions_at, row_positions
 
     texts = frame["text"].to_numpy(dtype=object)
     y = frame["label"].to_numpy(dtype=np.int64)
@@ -282,9 +282,6 @@ def _one(
     sources = frame["source"].to_numpy(dtype=object)
     positions = row_positions(frame)
 
-    def where(rows: np.ndarray) -> list[str] | None:
-        return None if positions is None else list(positions[rows])
-
     valid = (list(texts[iv]), y[iv])
     fit_detector(
         model,
@@ -292,13 +289,17 @@ def _one(
         y[it],
         valid=valid,
         sources=list(sources[it]),
-        positions=where(it),
-        valid_positions=where(iv),
+        positions=positions_at(positions, it),
+        valid_positions=positions_at(positions, iv),
         valid_sources=list(sources[iv]),
     )
     fit_seconds = time.perf_counter() - t0
-    p_valid = np.asarray(score_detector(model, list(texts[iv]), where(iv)), dtype=np.float64)
-    scores = np.asarray(score_detector(model, list(texts[test]), where(test)), dtype=np.float64)
+    p_valid = np.asarray(
+        score_detector(model, list(texts[iv]), positions_at(positions, iv)), dtype=np.float64
+    )
+    scores = np.asarray(
+        score_detector(model, list(texts[test]), positions_at(positions, test)), dtype=np.float64
+    )
     kept = {"valid": iv, "p_valid": p_valid, "test": test, "p_test": scores}
     if getattr(model, "guard", None) is not None:
         # The same model read without positions: the guard's own effect, paired.

@@ -138,7 +138,9 @@ def main() -> None:
     print("| kinds | FPR bound | LODO macro | below 0.5 | held-out benign FPR | attack recall |")
     print("|---|---|---|---|---|---|")
     rows = [("none", tau) for tau in (0.005, 0.01, 0.02)] + [(k, 0.01) for k in args.kinds]
-    data = frame["position"].isin(["tool", "document"]).to_numpy(dtype=np.int64)
+    from gatebench.types import DATA_POSITIONS
+
+    data = frame["position"].isin(DATA_POSITIONS).to_numpy(dtype=np.int64)
     for rule, tau in rows:
         kind = data if rule == "position" else text_kinds(texts, rule)
         macro, below, fpr, recall = lodo_under(frame, args.scores, kind, args, tau)

@@ -27,7 +27,15 @@ from gatebench.rundata import HEADLINE_PASS, RunData
 from gatebench.seeding import child_seed
 from gatebench.served import served_model
 from gatebench.split import inner_split
-from gatebench.trace import Trace, TraceSpec, build_trace, load_trace, row_positions, save_trace
+from gatebench.trace import (
+    Trace,
+    TraceSpec,
+    build_trace,
+    load_trace,
+    positions_at,
+    row_positions,
+    save_trace,
+)
 from gatebench.types import Family
 from gatebench.unseen.calibrate import check_holdout, check_target, unseen_operating_point
 
@@ -165,8 +173,8 @@ def train(
         labels[tr],
         valid=valid,
         sources=list(sources[tr]),
-        positions=None if positions is None else list(positions[tr]),
-        valid_positions=None if positions is None else list(positions[va]),
+        positions=positions_at(positions, tr),
+        valid_positions=positions_at(positions, va),
         valid_sources=list(sources[va]),
     )
     extra["trace_spec"] = trace.info["spec"]  # what `gatebench evaluate` checks overlap against

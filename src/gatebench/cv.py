@@ -36,7 +36,7 @@ from gatebench.seeding import child_seed
 from gatebench.split import PASSES, GroupResult, assign_folds
 from gatebench.split.splitters import inner_split
 from gatebench.threshold import fold_threshold
-from gatebench.trace import composite_groups, row_positions, scored_rows
+from gatebench.trace import composite_groups, positions_at, row_positions, scored_rows
 
 __all__ = [
     "PASSES",
@@ -154,8 +154,8 @@ def fit_fold(
             labels[it],
             valid=(list(texts[iv]), labels[iv]),
             sources=None if sources is None else list(sources[it]),
-            positions=_take(positions, it),
-            valid_positions=_take(positions, iv),
+            positions=positions_at(positions, it),
+            valid_positions=positions_at(positions, iv),
             valid_sources=None if sources is None else list(sources[iv]),
         )
     except (TypeError, ValueError) as exc:
@@ -168,7 +168,9 @@ def fit_fold(
         ) from exc
     fit_seconds = time.perf_counter() - t0
     p_valid = check_scores(
-        task.spec.name, score_detector(detector, list(texts[iv]), _take(positions, iv)), len(iv)
+        task.spec.name,
+        score_detector(detector, list(texts[iv]), positions_at(positions, iv)),
+        len(iv),
     )
     theta, valid_f1 = fold_threshold(labels[iv], p_valid)
     return FittedFold(
@@ -182,11 +184,6 @@ def fit_fold(
         valid_labels=labels[iv],
         valid_scores=p_valid,
     )
-
-
-def _take(positions: np.ndarray | None, idx: np.ndarray) -> list[str] | None:
-    """The positions of rows ``idx``, as the detector receives them (None: not given)."""
-    return None if positions is None else [str(p) for p in positions[idx]]
 
 
 def run_fold(
@@ -203,7 +200,7 @@ def run_fold(
     test = task.test_idx
     test_scores = check_scores(
         task.spec.name,
-        score_detector(detector, list(texts[test]), _take(positions, test)),
+        score_detector(detector, list(texts[test]), positions_at(positions, test)),
         len(test),
     )
     score_seconds = time.perf_counter() - t0
@@ -211,13 +208,16 @@ def run_fold(
     fitted = np.intersect1d(task.next_idx, it, assume_unique=True)
     train_scores = check_scores(
         task.spec.name,
-        score_detector(detector, list(texts[fitted]), _take(positions, fitted)),
+        score_detector(detector, list(texts[fitted]), positions_at(positions, fitted)),
         len(fitted),
     )
     # One fold per pass measures per-request latency; more would only cost time.
     latency = (
         _single_text_latency(
-            detector, list(texts[test]), child_seed(task.seed, "latency"), _take(positions, test)
+            detector,
+            list(texts[test]),
+            child_seed(task.seed, "latency"),
+            positions_at(positions, test),
         )
         if task.fold == 0
         else np.empty(0)

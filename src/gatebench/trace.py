@@ -50,7 +50,7 @@ from gatebench.trace_languages import (
     prompts_from_chunks,
 )
 from gatebench.twins import TWINS_DESCRIPTION, TWINS_SOURCE, benign_twins
-from gatebench.types import Position, Role, Sample
+from gatebench.types import DATA_POSITIONS, Position, Role, Sample
 
 __all__ = [
     "DEFAULT_SOURCES",
@@ -64,6 +64,7 @@ __all__ = [
     "composite_groups",
     "fill_languages",
     "load_trace",
+    "positions_at",
     "prompts_from_chunks",
     "row_positions",
     "scored_rows",
@@ -284,8 +285,7 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
 
 def _without_documents(result: LoadResult) -> LoadResult:
     """``result`` without its rows at a tool or document position, counted as left out."""
-    data = {str(Position.TOOL), str(Position.DOCUMENT)}
-    kept = [s for s in result.samples if s.position not in data]
+    kept = [s for s in result.samples if s.position not in DATA_POSITIONS]
     if len(kept) == len(result.samples):
         return result
     excluded = {**result.excluded, DOCUMENTS_LEFT_OUT: len(result.samples) - len(kept)}
@@ -341,6 +341,11 @@ def row_positions(frame: pd.DataFrame) -> np.ndarray | None:
     if "position" not in frame or frame["position"].isna().any():
         return None
     return frame["position"].to_numpy(dtype=object)
+
+
+def positions_at(positions: np.ndarray | None, rows: np.ndarray) -> list[str] | None:
+    """The positions of ``rows``, as a detector receives them (None: not known)."""
+    return None if positions is None else [str(p) for p in positions[rows]]
 
 
 def _position(sample: Sample) -> str:

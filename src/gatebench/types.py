@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Family", "Position", "PrimaryMetric", "Role", "Sample", "Status"]
+__all__ = ["DATA_POSITIONS", "Family", "Position", "PrimaryMetric", "Role", "Sample", "Status"]
 
 
 class Family(StrEnum):
@@ -68,6 +68,10 @@ class Position(StrEnum):
             f"{where}: position {value!r} is not one of {[str(p) for p in cls]} "
             "(user turn, tool result, retrieved or pasted document)"
         )
+
+
+#: Positions whose texts an agent reads as data, not as a request to it.
+DATA_POSITIONS = frozenset({str(Position.TOOL), str(Position.DOCUMENT)})
 
 
 class PrimaryMetric(StrEnum):

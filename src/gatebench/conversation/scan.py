@@ -23,6 +23,7 @@ import numpy as np
 from gatebench.chunking import chunk_spans
 from gatebench.conversation.messages import Conversation, ConversationError
 from gatebench.conversation.policy import THREATS, ScanPolicy
+from gatebench.types import DATA_POSITIONS
 
 __all__ = [
     "BORDER_JOIN",
@@ -45,8 +46,6 @@ BORDER_SIDE = 256
 
 #: ``score_windows(texts, positions) -> (scores, stages, stage_ms)``, as ``Gate.score_stages``.
 WindowScorer = Callable[[list[str], list[str]], tuple[np.ndarray, list[str], dict[str, float]]]
-#: Roles whose text an agent reads as data; every other scanned role is a user turn.
-_DATA_ROLES = frozenset({"tool", "document"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +203,7 @@ def window_positions(plan: ScanPlan) -> list[str]:
     """
     messages = plan.conversation.messages
     return [
-        messages[w.message].role if messages[w.message].role in _DATA_ROLES else "user"
+        messages[w.message].role if messages[w.message].role in DATA_POSITIONS else "user"
         for w in plan.windows
     ]
 

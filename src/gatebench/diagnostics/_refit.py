@@ -25,6 +25,7 @@ from gatebench.detectors import (
 from gatebench.diagnostics.context import DiagnosticContext
 from gatebench.seeding import child_seed
 from gatebench.threshold import select_operating_point
+from gatebench.trace import positions_at
 
 __all__ = ["FittedFold", "FoldScores", "fit_fold", "fitted_fold", "fold_task", "score_fold"]
 
@@ -63,7 +64,7 @@ def score_fold(
     """
     fitted = fit_fold(task, texts, labels, sources, positions)
     test = task.test_idx
-    where = None if positions is None else list(positions[test])
+    where = positions_at(positions, test)
     scores = check_scores(
         task.spec.name, score_detector(fitted.detector, list(texts[test]), where), len(test)
     )

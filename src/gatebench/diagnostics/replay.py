@@ -23,6 +23,7 @@ from gatebench.detectors import score_detector
 from gatebench.diagnostics._base import Check, DiagnosticResult
 from gatebench.diagnostics._refit import fitted_fold, fold_task
 from gatebench.diagnostics.context import DiagnosticContext
+from gatebench.trace import positions_at
 from gatebench.types import Status
 
 __all__ = ["CHECK"]
@@ -48,7 +49,7 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     first = cv.run_fold(task, ctx.texts, ctx.labels, ctx.sources, ctx.positions)
     shared = fitted_fold(ctx, "strat", 0)
     test = task.test_idx
-    where = None if ctx.positions is None else list(ctx.positions[test])
+    where = positions_at(ctx.positions, test)
     second = np.asarray(
         score_detector(shared.detector, list(ctx.texts[test]), where), dtype=np.float64
     )

@@ -32,11 +32,10 @@ from typing import Any
 import numpy as np
 
 from gatebench.gate.heads import CharHead, sigmoid
+from gatebench.types import DATA_POSITIONS, Position
 
-__all__ = ["DATA_POSITIONS", "DataGuard", "check_positions", "text_units"]
+__all__ = ["DataGuard", "check_positions", "text_units"]
 
-#: Positions whose texts an agent reads as data (see :class:`~gatebench.types.Position`).
-DATA_POSITIONS = frozenset({"tool", "document"})
 #: Shorter units are field names, numbers and list markers, not sentences.
 MIN_UNIT_CHARS = 12
 #: User turns longer than this carry context besides their request.
@@ -59,8 +58,6 @@ def check_positions(positions: Sequence[str | None], n: int, name: str) -> np.nd
         There is not one position per text, or one is not a position; the
         message names the parameter, the row and the accepted values.
     """
-    from gatebench.types import Position
-
     pos = np.array(["user" if p is None else str(p) for p in positions], dtype=object)
     if len(pos) != n:
         raise ValueError(f"{name}: got {len(pos)} positions for {n} texts; give one per text")
@@ -155,8 +152,8 @@ class DataGuard:
         if not flat:
             return np.empty(0)
         decision = self.head.decision_x(self.head.represent(flat))
-        ends = np.cumsum([len(us) for us in units])
-        return np.maximum.reduceat(decision, ends - np.array([len(us) for us in units]))
+        sizes = np.array([len(us) for us in units])
+        return np.maximum.reduceat(decision, np.cumsum(sizes) - sizes)
 
     def match(
         self,

@@ -40,7 +40,7 @@ from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
 from gatebench.gate.cascade import exit_fractions, new_stats, route, run_cascade, stage_report
 from gatebench.gate.columns import column_names, combiner_input, feature_columns
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
-from gatebench.gate.data_guard import DATA_POSITIONS, DataGuard, check_positions
+from gatebench.gate.data_guard import DataGuard, check_positions
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.features import STYLE_FEATURES
@@ -65,6 +65,7 @@ from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.training import fit_gate, holdout_rows
 from gatebench.gate.views import Featurizer, Views
 from gatebench.served import ServeSettings
+from gatebench.types import DATA_POSITIONS
 
 __all__ = ["DEFAULT_HEADS", "ENGLISH_HEADS", "STYLE_FEATURES", "Gate"]
 

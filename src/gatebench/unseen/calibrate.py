@@ -37,7 +37,7 @@ from gatebench.errors import ConfigError
 from gatebench.parallel import Executor
 from gatebench.seeding import child_seed
 from gatebench.split.splitters import TRAINING_ONLY
-from gatebench.trace import row_positions, scored_rows
+from gatebench.trace import positions_at, row_positions, scored_rows
 
 __all__ = [
     "HOLDOUTS",
@@ -150,8 +150,7 @@ def _held_out_scores(
     """Fit one fold as the CV passes do and score its held-out rows."""
     fitted = fit_fold(task, texts, labels, sources, positions)
     test = task.test_idx
-    where = None if positions is None else list(positions[test])
-    scores = score_detector(fitted.detector, list(texts[test]), where)
+    scores = score_detector(fitted.detector, list(texts[test]), positions_at(positions, test))
     return task.test_idx, check_scores(task.spec.name, scores, len(task.test_idx))
 
 
