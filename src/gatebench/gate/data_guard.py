@@ -12,15 +12,24 @@ request to an assistant? Its positives are the training set's user turns,
 every one a request whatever its label; its negatives are the lines and
 sentences of the benign tool results and documents (worked solutions,
 reports, code, records). A text at a data position scores the highest of its
-units. That score is moved onto Gate's scale by matching the two scores'
-log-odds on the benign data rows of the validation set (mean and spread),
-and a data text keeps the higher of the two: the guard can only raise a
-score, and a benign document scores as high on it as on Gate. Each source
-of those rows weighs the same in the match: a corpus of one kind of document
-(thousands of worked maths solutions) would otherwise set a scale that
-holds for that kind and flags the others. A source with only a few rows
-weighs what its rows do, so that one stray document cannot set a fifth of
-the scale.
+units. That score is moved onto Gate's log-odds scale by a linear map set on
+the validation set, and a data text keeps the higher of the two: the guard
+can only raise a score.
+
+The map is anchored at the tail, where the operating threshold lies: the
+guard's 99th percentile of benign data texts is put on Gate's 99th
+percentile of all benign texts, so that near a threshold at FPR <= 1% the
+guard flags about as many benign data texts as Gate flags benign texts. The
+slope matches the two scores' spreads on benign data texts. Anchoring the
+means instead (tried first) let the map fall wherever the validation set's
+documents happened to put them: on one draw of refits the guard caught
+most of a held-out source's planted instructions, on the next none of them.
+
+Each source of those data texts weighs the same in the percentile and the
+spreads: a corpus of one kind of document (thousands of worked maths
+solutions) would otherwise set a map that holds for that kind and flags the
+others. A source with only a few rows weighs what its rows do, so that one
+stray document cannot set a fifth of the map.
 """
 
 from __future__ import annotations
@@ -42,8 +51,10 @@ MIN_UNIT_CHARS = 12
 MAX_REQUEST_CHARS = 400
 #: At most this many user turns are read as requests (drawn with the seed).
 MAX_REQUESTS = 20_000
-#: Below this many benign data rows in validation the scale match is not trusted.
+#: Below this many benign data rows in validation the map is not trusted.
 MIN_MATCH_ROWS = 30
+#: Where the map is anchored: one minus the FPR the operating point is held to.
+TAIL_QUANTILE = 0.99
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # Quotes, brackets and separators that serialised data wraps sentences in.
 _EDGES = " \t\"',{}[]"
@@ -109,8 +120,8 @@ class DataGuard:
     def __init__(self, *, seed: int = 0) -> None:
         self.seed = int(seed)
         self.head = CharHead(seed=self.seed)
-        #: (guard mean, guard spread, Gate mean, Gate spread) of benign data log-odds.
-        self.scale: tuple[float, float, float, float] | None = None
+        #: (guard anchor, slope, Gate anchor): guard log-odds u map to (u - a) * slope + b.
+        self.scale: tuple[float, float, float] | None = None
 
     def fit(
         self,
@@ -159,13 +170,24 @@ class DataGuard:
         self,
         texts: Sequence[str],
         gate_scores: np.ndarray,
+        benign_scores: np.ndarray,
         groups: Sequence[str] | None = None,
     ) -> dict[str, Any]:
-        """Match the guard's scale to Gate's on benign data texts (validation rows).
+        """Set the map onto Gate's scale from validation rows.
 
-        ``groups`` (each text's source) gives every group the same total weight
-        in the means and spreads, a group of fewer than ``MIN_MATCH_ROWS`` texts
-        the weight of that many texts' share; None weighs every text the same.
+        Parameters
+        ----------
+        texts : sequence of str
+            The benign tool results and documents among the validation rows.
+        gate_scores : ndarray
+            Gate's scores of ``texts``.
+        benign_scores : ndarray
+            Gate's scores of every benign validation text, whatever its position:
+            their 99th percentile is about where the operating threshold will lie.
+        groups : sequence of str, optional
+            Each text's source: every group gets the same total weight in the
+            percentile and spreads, a group of fewer than ``MIN_MATCH_ROWS``
+            texts the weight of that many texts' share. None weighs texts alike.
         """
         if len(texts) < MIN_MATCH_ROWS:
             raise ValueError(
@@ -179,11 +201,17 @@ class DataGuard:
                 np.asarray(groups), return_inverse=True, return_counts=True
             )
             # A source with a handful of rows weighs as its rows do: one stray
-            # document must not hold a whole source's share of the scale.
+            # document must not hold a whole source's share of the map.
             weight = 1.0 / np.maximum(counts[which], MIN_MATCH_ROWS)
-        g_mean, g_std = _moments(self.unit_logits(texts), weight)
-        s_mean, s_std = _moments(_logit(gate_scores), weight)
-        self.scale = (g_mean, max(g_std, 1e-6), s_mean, s_std)
+        guard = self.unit_logits(texts)
+        _, g_std = _moments(guard, weight)
+        _, s_std = _moments(_logit(gate_scores), weight)
+        anchor = np.quantile(guard, TAIL_QUANTILE, weights=weight, method="inverted_cdf")
+        self.scale = (
+            float(anchor),
+            s_std / max(g_std, 1e-6),
+            float(np.quantile(_logit(benign_scores), TAIL_QUANTILE)),
+        )
         n_groups = None if groups is None else len(set(groups))
         return {"match_rows": len(texts), "match_groups": n_groups, "scale": list(self.scale)}
 
@@ -191,22 +219,30 @@ class DataGuard:
         """Gate's scores of data texts, raised where the guard reads an instruction."""
         if self.scale is None:
             raise RuntimeError("DataGuard is not fitted: call fit() and match() first")
-        g_mean, g_std, s_mean, s_std = self.scale
-        moved = (self.unit_logits(texts) - g_mean) / g_std * s_std + s_mean
+        anchor, slope, gate_anchor = self.scale
+        moved = (self.unit_logits(texts) - anchor) * slope + gate_anchor
         return np.asarray(sigmoid(np.maximum(_logit(gate_scores), moved)))
 
     def get_state(self) -> dict[str, Any]:
-        """The head's state (see :meth:`Head.get_state`) and the scale, for the model directory."""
+        """The head's state (see :meth:`Head.get_state`) and the map, for the model directory."""
         if self.scale is None:
             raise RuntimeError("DataGuard is not fitted: nothing to save")
-        return {**self.head.get_state(), "guard_scale": list(self.scale)}
+        return {**self.head.get_state(), "guard_map": list(self.scale)}
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> DataGuard:
-        """Rebuild a fitted guard from :meth:`get_state`."""
-        rest = {k: v for k, v in state.items() if k != "guard_scale"}
+        """Rebuild a fitted guard from :meth:`get_state`.
+
+        A state saved with the means matched (``guard_scale``: guard mean and
+        spread, Gate mean and spread) is read as the same linear map.
+        """
+        rest = {k: v for k, v in state.items() if k not in ("guard_map", "guard_scale")}
         guard = cls(seed=int(rest.get("seed", 0)))
         guard.head = CharHead.from_state(rest)
-        a, b, c, d = (float(v) for v in state["guard_scale"])
-        guard.scale = (a, b, c, d)
+        if "guard_map" in state:
+            a, slope, b = (float(v) for v in state["guard_map"])
+        else:
+            g_mean, g_std, s_mean, s_std = (float(v) for v in state["guard_scale"])
+            a, slope, b = g_mean, s_std / g_std, s_mean
+        guard.scale = (a, slope, b)
         return guard

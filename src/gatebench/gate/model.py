@@ -558,12 +558,14 @@ class Gate:
             return
         guard = DataGuard(seed=self.seed)
         v_texts, v_y = list(valid[0]), np.asarray(valid[1])
-        ref = np.flatnonzero(np.isin(valid_positions, list(DATA_POSITIONS)) & (v_y == 0))
+        benign = np.flatnonzero(v_y == 0)
+        ref = np.flatnonzero(np.isin(valid_positions[benign], list(DATA_POSITIONS)))
         try:
             info = guard.fit(texts, list(positions), labels)
-            reference = [v_texts[i] for i in ref]
-            groups = None if valid_sources is None else [valid_sources[i] for i in ref]
-            info |= guard.match(reference, run_cascade(self, reference)[0], groups)
+            scores = run_cascade(self, [v_texts[i] for i in benign])[0]
+            reference = [v_texts[i] for i in benign[ref]]
+            groups = None if valid_sources is None else [valid_sources[i] for i in benign[ref]]
+            info |= guard.match(reference, scores[ref], scores, groups)
         except ValueError as exc:
             # A training set of user turns only (a user's own data) has nothing to
             # teach the guard; Gate is complete without it.
