@@ -36,7 +36,7 @@ from gatebench.trace import (
     row_positions,
     save_trace,
 )
-from gatebench.types import Family
+from gatebench.types import Family, Position
 from gatebench.unseen.calibrate import check_holdout, check_target, unseen_operating_point
 
 __all__ = ["OPERATING_POINTS", "build_trace_from_options", "detect", "evaluate", "train"]
@@ -212,25 +212,57 @@ def detect(
     inputs: Sequence[str | Conversation],
     *,
     policy: ScanPolicy | None = None,
+    positions: Sequence[str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Score texts and conversations with a model directory; one result per input, in order.
 
     A text gets its score, decision, stage, driving chunk and timings; a
     conversation, scanned under ``policy`` (default: user, tool and document
     messages), gets the service's conversation result: score, decision, the
-    driving message and window, and every message's score.
+    driving message and window, and every message's score. ``positions``, one
+    per input, says where each text sits: ``user`` (or None), ``tool`` or
+    ``document``; a conversation's entry is None, its messages' roles say it.
+    A model that reads positions (Gate with its data guard) reads a tool
+    result or document for instructions; the others score every text alike.
     """
+    where = _input_positions(inputs, positions)
     model = served_model(model_dir)
     out: list[dict[str, Any]] = [{} for _ in inputs]
     texts = [(k, x) for k, x in enumerate(inputs) if isinstance(x, str)]
     conversations = [(k, x) for k, x in enumerate(inputs) if not isinstance(x, str)]
     if texts:
-        for (k, _), result in zip(texts, model.score_details([t for _, t in texts]), strict=True):
+        placed = None if where is None else [where[k] for k, _ in texts]
+        scored = model.score_details([t for _, t in texts], placed)
+        for (k, _), result in zip(texts, scored, strict=True):
             out[k] = result
     if conversations:
         scored = model.score_conversations([c for _, c in conversations], policy)
         for (k, _), result in zip(conversations, scored, strict=True):
             out[k] = result
+    return out
+
+
+def _input_positions(
+    inputs: Sequence[str | Conversation], positions: Sequence[str | None] | None
+) -> list[str] | None:
+    """``positions`` checked against ``inputs``, None read as a user turn."""
+    if positions is None:
+        return None
+    if len(positions) != len(inputs):
+        raise ConfigError(
+            f"positions: got {len(positions)} for {len(inputs)} inputs; give one per input"
+        )
+    out = []
+    for i, (x, p) in enumerate(zip(inputs, positions, strict=True)):
+        if not isinstance(x, str) and p is not None:
+            raise ConfigError(
+                f"positions[{i}] is {p!r} for a conversation; give None, its messages' roles "
+                "say where each sits"
+            )
+        try:
+            out.append(str(Position.parse(p, f"positions[{i}]")))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     return out
 
 

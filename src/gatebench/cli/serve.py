@@ -44,18 +44,32 @@ def detect(
             "--jsonl", help='Score a JSONL file of {"text": ...} and {"messages": [...]} rows.'
         ),
     ] = None,
+    position: Annotated[
+        str | None,
+        typer.Option(
+            "--position",
+            help="Where the texts sit in the agent's input: user (the default), tool or "
+            'document. A --jsonl line\'s own "position" wins over it.',
+        ),
+    ] = None,
     scan_roles: ScanRoles = "user,tool,document",
     span_adjacent: SpanAdjacent = True,
 ) -> None:
     """Score texts or conversations with a model directory; prints one JSON result per input."""
     from gatebench import api
     from gatebench.errors import DataError
+    from gatebench.types import Position
 
     texts: list[str | Conversation]
+    positions: list[str | None]
     try:
         policy = scan_policy(scan_roles, span_adjacent)
+        try:
+            default = str(Position.parse(position, "--position"))
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
         if jsonl is not None:
-            texts = _detect_jsonl(jsonl, policy)
+            texts, positions = _detect_jsonl(jsonl, policy, default)
         else:
             origin = "stdin" if text is None or text == "-" else "the TEXT argument"
             # Bytes that are not UTF-8 become U+FFFD, as a browser shows them,
@@ -69,24 +83,29 @@ def detect(
                 raise DataError(
                     f"the text from {origin} is empty or whitespace; give the text to score"
                 )
-            texts = [one]
-        results = api.detect(model_dir, texts, policy=policy)
+            texts, positions = [one], [default]
+        results = api.detect(model_dir, texts, policy=policy, positions=positions)
     except GatebenchError as exc:
         fail(exc)
     for r in results:
         sys.stdout.write(json.dumps(r) + "\n")
 
 
-def _detect_jsonl(path: Path, policy: ScanPolicy) -> list[str | Conversation]:
-    """The texts and conversations of a JSONL file; any bad line stops with its line number.
+def _detect_jsonl(
+    path: Path, policy: ScanPolicy, position: str
+) -> tuple[list[str | Conversation], list[str | None]]:
+    """The texts and conversations of a JSONL file, and each one's position.
 
-    A line with a ``"text"`` key is a text, one with a ``"messages"`` key (and
-    no ``"text"``) a conversation, checked here: a bad one, or one with no
-    message of a role ``policy`` scans, names its line.
+    A line with a ``"text"`` key is a text, at its ``"position"`` if it has
+    one and at ``position`` otherwise; one with a ``"messages"`` key (and no
+    ``"text"``) a conversation, checked here: a bad one, or one with no
+    message of a role ``policy`` scans, names its line. Any bad line stops
+    with its line number.
     """
     from gatebench.conversation import ConversationError, parse_conversation, plan_scan
     from gatebench.errors import DataError
     from gatebench.served import ServeSettings
+    from gatebench.types import Position
 
     settings = ServeSettings()
 
@@ -95,6 +114,7 @@ def _detect_jsonl(path: Path, policy: ScanPolicy) -> list[str | Conversation]:
     except OSError as exc:
         raise DataError(f"cannot read --jsonl {path}: {exc.strerror}") from None
     texts: list[str | Conversation] = []
+    positions: list[str | None] = []
     for n, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -111,6 +131,11 @@ def _detect_jsonl(path: Path, policy: ScanPolicy) -> list[str | Conversation]:
                 'or {"messages": [...]} object per line'
             ) from None
         if isinstance(row, dict) and "text" not in row and "messages" in row:
+            if "position" in row:
+                raise DataError(
+                    f'{where}: "position" is for a "text" line; a conversation\'s messages '
+                    "say where each sits by their role"
+                )
             try:
                 conversation = parse_conversation(row["messages"])
                 size, overlap = settings.chunk_chars, settings.chunk_overlap
@@ -118,6 +143,7 @@ def _detect_jsonl(path: Path, policy: ScanPolicy) -> list[str | Conversation]:
             except ConversationError as exc:
                 raise DataError(f"{where}: {exc}") from None
             texts.append(conversation)
+            positions.append(None)
             continue
         if not isinstance(row, dict) or not isinstance(row.get("text"), str):
             got = type(row.get("text")).__name__ if isinstance(row, dict) else type(row).__name__
@@ -126,13 +152,17 @@ def _detect_jsonl(path: Path, policy: ScanPolicy) -> list[str | Conversation]:
             )
         if not row["text"].strip():
             raise DataError(f'{where}: "text" is empty or whitespace; drop the line or fill it')
+        try:
+            positions.append(str(Position.parse(row.get("position", position), where)))
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
         texts.append(row["text"])
     if not texts:
         raise DataError(
             f'{path} holds no text lines; write one {{"text": ...}} or {{"messages": [...]}} '
             "object per line"
         )
-    return texts
+    return texts, positions
 
 
 def _one_math_thread() -> None:

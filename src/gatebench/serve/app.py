@@ -135,7 +135,8 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
     )
     async def score(request: Request) -> JSONResponse:
         """Body ``{"text": ...}``, ``{"texts": [...]}``, ``{"messages": [...]}`` or
-        ``{"conversations": [[...], ...]}``; conversations may add ``"scan"``.
+        ``{"conversations": [[...], ...]}``; conversations may add ``"scan"``,
+        texts ``"position"`` / ``"positions"`` (``user``, ``tool``, ``document``).
 
         A text's result has the score, the decision at the model's operating
         threshold, the stage that decided, the chunk that drove a long
@@ -149,7 +150,7 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
         check_content_type(request.headers.get("content-type"))
         req = parse_request(await read_body(request, settings), settings)
         if req.texts is not None:
-            results = await batcher.score(req.texts)
+            results = await batcher.score(req.texts, req.positions)
         else:
             results = await score_conversations(req)
         elapsed = (time.perf_counter() - t0) * 1000.0

@@ -51,13 +51,25 @@ class GatebenchClient:
         data: dict[str, Any] = response.json()
         return data
 
-    def score(self, text: str) -> dict[str, Any]:
-        """Score one text: score, decision, stage, chunk, timings."""
-        return self._post({"text": text})
+    def score(self, text: str, *, position: str | None = None) -> dict[str, Any]:
+        """Score one text: score, decision, stage, chunk, timings.
 
-    def score_batch(self, texts: list[str]) -> list[dict[str, Any]]:
-        """Score several texts in one request."""
-        results: list[dict[str, Any]] = self._post({"texts": texts})["results"]
+        ``position`` (``user``, ``tool``, ``document``; None: a user turn)
+        says where the text sits in the agent's input.
+        """
+        payload: dict[str, Any] = {"text": text}
+        if position is not None:
+            payload["position"] = position
+        return self._post(payload)
+
+    def score_batch(
+        self, texts: list[str], *, positions: list[str | None] | None = None
+    ) -> list[dict[str, Any]]:
+        """Score several texts in one request; ``positions``, one per text, as in :meth:`score`."""
+        payload: dict[str, Any] = {"texts": texts}
+        if positions is not None:
+            payload["positions"] = positions
+        results: list[dict[str, Any]] = self._post(payload)["results"]
         return results
 
     def score_messages(

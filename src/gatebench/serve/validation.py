@@ -20,6 +20,7 @@ from fastapi import Request
 
 from gatebench.conversation import Conversation, ConversationError, ScanPolicy, parse_conversation
 from gatebench.serve.model import ServeSettings
+from gatebench.types import Position
 
 __all__ = [
     "BadRequest",
@@ -105,9 +106,14 @@ async def read_body(request: Request, settings: ServeSettings) -> bytes:
 
 @dataclass(frozen=True)
 class ScoreRequest:
-    """A checked ``POST /v1/score`` body: texts, or conversations with their policy."""
+    """A checked ``POST /v1/score`` body: texts, or conversations with their policy.
+
+    ``positions`` holds each text's position; None when the body gave none,
+    and every text is then a user turn.
+    """
 
     texts: list[str] | None = None
+    positions: list[str] | None = None
     conversations: list[Conversation] | None = None
     policy: ScanPolicy | None = None
     batch: bool = False
@@ -115,6 +121,8 @@ class ScoreRequest:
 
 #: The body's one required field, and whether it is a batch.
 _SHAPES = {"text": False, "texts": True, "messages": False, "conversations": True}
+#: The optional field each shape takes besides its own.
+_OPTIONAL = {"text": "position", "texts": "positions", "messages": "scan", "conversations": "scan"}
 _SHAPE_HINT = (
     'give exactly one of "text" (a string), "texts" (a list of strings), "messages" '
     '(a list of {"role", "content"} objects) or "conversations" (a list of message lists)'
@@ -140,7 +148,7 @@ def parse_request(body: bytes, settings: ServeSettings) -> ScoreRequest:
     if not isinstance(payload, dict):
         raise BadRequest(422, f"body must be a JSON object; {_SHAPE_HINT}")
     given = [k for k in payload if k in _SHAPES]
-    unknown = sorted(set(payload) - set(_SHAPES) - {"scan"})
+    unknown = sorted(set(payload) - set(_SHAPES) - set(_OPTIONAL.values()))
     if unknown or len(given) != 1:
         raise BadRequest(
             422,
@@ -148,10 +156,15 @@ def parse_request(body: bytes, settings: ServeSettings) -> ScoreRequest:
         )
     field = given[0]
     batch = _SHAPES[field]
+    for extra in set(_OPTIONAL.values()) - {_OPTIONAL[field]}:
+        if extra in payload:
+            owners = " and ".join(f'"{f}"' for f, o in _OPTIONAL.items() if o == extra)
+            raise BadRequest(422, f'"{extra}" applies to {owners} only')
     if field in ("text", "texts"):
-        if "scan" in payload:
-            raise BadRequest(422, '"scan" applies to "messages" and "conversations" only')
-        return ScoreRequest(texts=_texts(payload[field], batch, settings), batch=batch)
+        texts = _texts(payload[field], batch, settings)
+        where = _OPTIONAL[field]
+        positions = _positions(payload[where], len(texts), where) if where in payload else None
+        return ScoreRequest(texts=texts, positions=positions, batch=batch)
     items = payload[field] if batch else [payload[field]]
     if batch:
         _check_batch(items, "conversations", "conversation", settings)
@@ -205,3 +218,34 @@ def _texts(value: object, batch: bool, settings: ServeSettings) -> list[str]:
                 422, f"{where} has a lone surrogate at character {bad.start()}; send valid Unicode"
             )
     return texts
+
+
+def _positions(value: object, n: int, field: str) -> list[str]:
+    """Each text's position: ``"position"`` for one text, ``"positions"`` for a batch."""
+    batch = field == "positions"
+    if batch and not isinstance(value, list):
+        raise BadRequest(
+            422,
+            f'"positions" must be a list with one position (or null) per text, '
+            f"got {type(value).__name__}",
+        )
+    items = value if isinstance(value, list) and batch else [value]
+    if len(items) != n:
+        raise BadRequest(
+            422, f'"positions" has {len(items):,} entries for {n:,} texts; give one per text'
+        )
+    allowed = [str(p) for p in Position]
+    out = []
+    for i, item in enumerate(items):
+        if item is None:
+            out.append(str(Position.USER))
+        elif isinstance(item, str) and item in allowed:
+            out.append(item)
+        else:
+            where = f"positions[{i}]" if batch else "position"
+            got = _quote(item) if isinstance(item, str) else type(item).__name__
+            raise BadRequest(
+                422,
+                f"{where} is {got}, not a position; use one of {allowed}, or null for a user turn",
+            )
+    return out
