@@ -3,7 +3,8 @@
 Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/bench_gate.py \
-        [--model DIR] [--param KEY=JSON ...] [--runs 3] [--n-single 500] [--n-batch 2000]
+        [--model DIR] [--param KEY=JSON ...] [--runs 3] [--n-single 500] [--n-batch 2000] \
+        [--documents]
 
 Without ``--model`` it trains Gate once (seed 0) on 80% of the default trace's
 prompts and saves it under ``.cache/gatebench/bench-gate-model-<key>``, the key
@@ -18,7 +19,10 @@ Gate directory); then the texts come from the same 20% sample, which that
 model may have seen. ``--param`` trains the model with those Gate parameters
 instead (for example an opt-in head), on the same 80%. Each figure is the
 median over ``--runs`` fresh processes (load, the warm-up a service adds, and
-RSS) or repeated passes (latency, throughput).
+RSS) or repeated passes (latency, throughput). ``--documents`` builds the
+trace with the corpora's benign documents (``gatebench run --documents``),
+which a data guard learns from; single-text latency is then also reported
+for the texts at a data position alone (``data_p50_ms``, ``data_p95_ms``).
 
 ``--deferred-weights W,W,W,B`` replaces the loaded model's deferred-stage
 weights and intercept before timing (not in the load/RSS processes). The
@@ -48,13 +52,17 @@ import pandas as pd
 DEFAULT_MODEL = Path(".cache/gatebench/bench-gate-model")
 
 
-def _split(seed: int = 0, holdout: float = 0.2) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+def _split(
+    seed: int = 0, holdout: float = 0.2, documents: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """The default trace split by prompt, as ``gatebench train --holdout``: (fit, held out, id)."""
     from gatebench.holdout import split_holdout
     from gatebench.trace import TraceSpec, build_trace
 
     trace = build_trace(
-        TraceSpec(), data_dir=os.environ.get("GATEBENCH_DATA"), cache_dir=".cache/gatebench"
+        TraceSpec(documents=documents),
+        data_dir=os.environ.get("GATEBENCH_DATA"),
+        cache_dir=".cache/gatebench",
     )
     train, held = split_holdout(trace.frame, holdout, seed)
     assert held is not None
@@ -185,6 +193,7 @@ def main() -> None:
         default=None,
         help="W_reading,W_window,W_neighbour,INTERCEPT for the deferred stage",
     )
+    ap.add_argument("--documents", action="store_true", help="the trace keeps the documents")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -192,7 +201,7 @@ def main() -> None:
         return
 
     params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
-    train, held, trace_id = _split()
+    train, held, trace_id = _split(documents=args.documents)
     model = _ensure_model(
         args.model or _default_model(trace_id, params), train, trace_id, params or None
     )
@@ -214,6 +223,7 @@ def main() -> None:
         rss.append(r["rss_mb"])
 
     from gatebench.gate import Gate
+    from gatebench.types import DATA_POSITIONS
 
     gate = Gate.load(model)
     if args.deferred_weights:
@@ -224,7 +234,8 @@ def main() -> None:
     gate.warm()  # what a service does at start: the multilingual encoder loads now
     # Warm-up: first calls pay lazy imports and allocations.
     gate.score(single[:20], positions=single_at[:20])
-    p50s, p95s, fast50, fast95, tputs = [], [], [], [], []
+    p50s, p95s, fast50, fast95, data50, data95, tputs = [], [], [], [], [], [], []
+    in_data = np.isin(single_at, list(DATA_POSITIONS))
     fractions: dict[str, float] = {}
     for _ in range(args.runs):
         gate.reset_stats()
@@ -242,6 +253,9 @@ def main() -> None:
         p95s.append(float(np.percentile(lat, 95)) * 1e3)
         fast50.append(float(np.percentile(lat_fast, 50)) * 1e3)
         fast95.append(float(np.percentile(lat_fast, 95)) * 1e3)
+        if in_data.any():
+            data50.append(float(np.percentile(np.asarray(lat)[in_data], 50)) * 1e3)
+            data95.append(float(np.percentile(np.asarray(lat)[in_data], 95)) * 1e3)
         t0 = time.perf_counter()
         for i in range(0, len(batch), 256):
             gate.score(batch[i : i + 256], positions=batch_at[i : i + 256])
@@ -257,6 +271,9 @@ def main() -> None:
         "single_p95_ms": statistics.median(p95s),
         "fast_exit_p50_ms": statistics.median(fast50),
         "fast_exit_p95_ms": statistics.median(fast95),
+        "data_p50_ms": statistics.median(data50) if data50 else None,
+        "data_p95_ms": statistics.median(data95) if data95 else None,
+        "n_single_data": int(in_data.sum()),
         "batch_texts_per_s": statistics.median(tputs),
         "exit_fractions": fractions,
         # Deferred texts cost more when the fitted weights read their windows.
@@ -265,7 +282,8 @@ def main() -> None:
         "runs": args.runs,
         "n_single": len(single),
         "n_batch": len(batch),
-        "texts": "held-out 20% of the default trace's prompts (seed 0)",
+        "texts": "held-out 20% of the default trace's prompts (seed 0)"
+        + (", documents kept" if args.documents else ""),
         "loadavg_1min": os.getloadavg()[0],
         "params": params,
     }

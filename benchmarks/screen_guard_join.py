@@ -31,6 +31,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from bench_generalisation import held_units, refit_row, refit_split, summarise, trace_frame
+
+from gatebench.gate.data_guard import MIN_MATCH_ROWS
 
 Join = Callable[[dict[str, np.ndarray]], tuple[np.ndarray, np.ndarray]]
 
@@ -52,13 +55,17 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def guard_units(
-    name: str, held: tuple[str, ...], frame: pd.DataFrame, seed: int, cache: Path
+    name: str, held: tuple[str, ...], frame: pd.DataFrame, seed: int, cache: Path, fields: bool
 ) -> dict[str, np.ndarray]:
     """The refit's guard log-odds of its inner-valid and held-out rows (NaN off data)."""
     path = cache / f"{name}.npz"
     if path.exists():
         return dict(np.load(path))
+    from gatebench.gate import data_guard
     from gatebench.gate.data_guard import DataGuard
+
+    if fields:
+        data_guard.text_units = field_units  # type: ignore[assignment]
     from gatebench.seeding import child_seed
     from gatebench.trace import row_positions
     from gatebench.types import DATA_POSITIONS
@@ -68,21 +75,41 @@ def guard_units(
     y = frame["label"].to_numpy(dtype=np.int64)
     pos = np.asarray(row_positions(frame), dtype=object)
     guard = DataGuard(seed=child_seed(seed, "refit", name))
-    guard.fit(list(texts[it]), list(pos[it]), y[it])
+    try:
+        guard.fit(list(texts[it]), list(pos[it]), y[it])
+    except ValueError:
+        guard = None  # Gate leaves the guard out, and so does the screen (NaN: not read)
     out = {}
     for key, rows in (("valid", iv), ("test", test)):
         u = np.full(len(rows), np.nan)
         data = np.flatnonzero(np.isin(pos[rows], list(DATA_POSITIONS)))
-        u[data] = guard.unit_logits(list(texts[rows[data]]))
+        if guard is not None:
+            u[data] = guard.unit_logits(list(texts[rows[data]]))
         out[key], out[f"u_{key}"] = rows, u
     cache.mkdir(parents=True, exist_ok=True)
     np.savez(path, **out)
     return out
 
 
-def _weights(src: np.ndarray) -> np.ndarray:
-    from gatebench.gate.data_guard import MIN_MATCH_ROWS
+_KEY = re.compile(r"^\s*(?:-\s+)?[\w .-]{1,40}:\s+")
+_FIELD = re.compile(r"""["']\s*[:,}\]]\s*[{\[]?\s*["']?|\|""")
 
+
+def field_units(text: str) -> list[str]:
+    """``text_units``, with serialised fields split too (a record's key, quoted values, pipes)."""
+    from gatebench.gate import data_guard as dg
+
+    units = [
+        unit
+        for line in text.split("\n")
+        for field in _FIELD.split(_KEY.sub("", line, count=1))
+        for piece in dg._SENTENCE_END.split(field)
+        if len(unit := piece.strip(dg._EDGES)) >= dg.MIN_UNIT_CHARS
+    ]
+    return units or [text]
+
+
+def _weights(src: np.ndarray) -> np.ndarray:
     _, which, counts = np.unique(src, return_inverse=True, return_counts=True)
     return 1.0 / np.maximum(counts[which], MIN_MATCH_ROWS)
 
@@ -97,6 +124,8 @@ def joined(r: dict[str, Any], rule: str, q: float) -> tuple[np.ndarray, np.ndarr
     sv, st = _logit(r["p_valid_plain"]), _logit(r["p_test_plain"])
     uv, ut = r["u_valid"], r["u_test"]
     ref = ~np.isnan(uv) & (r["y_valid"] == 0)
+    if ref.sum() < MIN_MATCH_ROWS:  # Gate would leave the guard out
+        return r["p_valid_plain"], r["p_test_plain"]
     w = _weights(r["src_valid"][ref])
     g_mean, g_std = _moments(uv[ref], w)
     s_mean, s_std = _moments(sv[ref], w)
@@ -117,11 +146,12 @@ def joined(r: dict[str, Any], rule: str, q: float) -> tuple[np.ndarray, np.ndarr
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("scores", type=Path, help="a --scores folder of a data-guarded LODO run")
+    ap.add_argument("scores", type=Path, help="a --scores folder of a LODO run (guarded or not)")
     ap.add_argument("--cache", type=Path, required=True, help="where the guard log-odds are kept")
     ap.add_argument("--documents", action="store_true", help="the run's trace kept the documents")
     ap.add_argument("--fit-seed", type=int, default=20260527, help="the run's --fit-seed")
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--field-units", action="store_true", help="split serialised fields too")
     ap.add_argument("--rules", nargs="+", default=["moment", "tail:0.99", "tail:0.95"])
     args = ap.parse_args()
 
@@ -131,13 +161,17 @@ def main() -> None:
     held = held_units(frame, "lodo")
     names = sorted(p.stem for p in args.scores.glob("*.npz"))
     units = Parallel(n_jobs=args.jobs)(
-        delayed(guard_units)(n, held[n], frame, args.fit_seed, args.cache) for n in names
+        delayed(guard_units)(n, held[n], frame, args.fit_seed, args.cache, args.field_units)
+        for n in names
     )
     y = frame["label"].to_numpy(dtype=np.int64)
     src = frame["source"].to_numpy(dtype=object)
     refits = {}
     for name, u in zip(names, units, strict=True):
         z = dict(np.load(args.scores / f"{name}.npz"))
+        # A run without the guard scored every row plainly.
+        z.setdefault("p_valid_plain", z["p_valid"])
+        z.setdefault("p_test_plain", z["p_test"])
         if not (np.array_equal(z["valid"], u["valid"]) and np.array_equal(z["test"], u["test"])):
             raise SystemExit(f"{name}: the refit's rows differ from the run's; check --fit-seed")
         refits[name] = {**z, **u, "y_valid": y[z["valid"]], "src_valid": src[z["valid"]]}
