@@ -25,12 +25,14 @@ difference is printed), which checks the refit of the guard.
 Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_guard_join.py \
-        runs/scores-lodo-guard --documents --cache runs/guard-units [--fit-seed N] [--jobs 2]
+        runs/scores-lodo-guard --documents --cache runs/guard-units [--fit-seed N] [--jobs 2] \
+        [--rules moment tail:0.99 ...] [--field-units] [--out DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -152,6 +154,9 @@ def main() -> None:
     ap.add_argument("--fit-seed", type=int, default=20260527, help="the run's --fit-seed")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--field-units", action="store_true", help="split serialised fields too")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="write each rule's LODO rows to OUT/<rule>.jsonl"
+    )
     ap.add_argument("--rules", nargs="+", default=["moment", "tail:0.99", "tail:0.95"])
     args = ap.parse_args()
 
@@ -183,6 +188,10 @@ def main() -> None:
             drift = max(drift, float(np.abs(pv - r["p_valid"]).max()))
             rows.append(refit_row(name, held[name], frame, r["valid"], pv, r["test"], pt))
         s = summarise(rows)
+        if args.out is not None:
+            args.out.mkdir(parents=True, exist_ok=True)
+            with (args.out / f"{spec.replace(':', '-')}.jsonl").open("w") as fh:
+                fh.writelines(json.dumps(r) + "\n" for r in rows)
         ps = {k: v for r in rows for k, v in r["per_source"].items() if v["role"] == "evaluation"}
         picks = ("bipia", "agentdojo-environments", "injecagent", "cyberseceval-interpreter")
         detail = " ".join(f"{k[:9]}={ps[k]['value']:.3f}" for k in picks if k in ps)
