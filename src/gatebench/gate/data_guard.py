@@ -25,6 +25,11 @@ means instead (tried first) let the map fall wherever the validation set's
 documents happened to put them: on one draw of refits the guard caught
 most of a held-out source's planted instructions, on the next none of them.
 
+Documents from a source with no attack at a data position (worked
+solutions, threat reports, code) teach the guard only: Gate's heads and
+combiner fit without them (:func:`guard_only_rows`). Given to the heads they
+teach that document-like text is benign, with nothing planted to learn from.
+
 Each source of those data texts weighs the same in the percentile and the
 spreads: a corpus of one kind of document (thousands of worked maths
 solutions) would otherwise set a map that holds for that kind and flags the
@@ -43,7 +48,7 @@ import numpy as np
 from gatebench.gate.heads import CharHead, sigmoid
 from gatebench.types import DATA_POSITIONS, Position
 
-__all__ = ["DataGuard", "check_positions", "text_units"]
+__all__ = ["DataGuard", "attacked_sources", "check_positions", "guard_only_rows", "text_units"]
 
 #: Shorter units are field names, numbers and list markers, not sentences.
 MIN_UNIT_CHARS = 12
@@ -81,6 +86,30 @@ def check_positions(positions: Sequence[str | None], n: int, name: str) -> np.nd
             "(None is a user turn)"
         )
     return pos
+
+
+def guard_only_rows(
+    positions: np.ndarray, labels: np.ndarray, sources: Sequence[str], attacked: set[str]
+) -> np.ndarray:
+    """Mask of the data texts that only the guard should learn from.
+
+    They are the benign tool results and documents of sources outside
+    ``attacked`` (the sources with an attack at a data position). A source of
+    documents with no injected counterpart (worked solutions, threat reports,
+    code) teaches a classifier only that long, document-like text is benign:
+    a shortcut of style that lowers the scores of injected tool outputs it
+    never saw. What such documents do show is how benign data reads, which is
+    the guard's question.
+    """
+    src = np.asarray(sources, dtype=object)
+    is_data = np.isin(np.asarray(positions, dtype=object), list(DATA_POSITIONS))
+    return is_data & (np.asarray(labels) == 0) & ~np.isin(src, sorted(attacked))
+
+
+def attacked_sources(positions: np.ndarray, labels: np.ndarray, sources: Sequence[str]) -> set[str]:
+    """The sources with at least one attack at a data position."""
+    is_data = np.isin(np.asarray(positions, dtype=object), list(DATA_POSITIONS))
+    return {str(s) for s in np.asarray(sources, dtype=object)[is_data & (np.asarray(labels) == 1)]}
 
 
 def text_units(text: str) -> list[str]:

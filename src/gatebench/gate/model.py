@@ -40,7 +40,12 @@ from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
 from gatebench.gate.cascade import exit_fractions, new_stats, route, run_cascade, stage_report
 from gatebench.gate.columns import column_names, combiner_input, feature_columns
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
-from gatebench.gate.data_guard import DataGuard, check_positions
+from gatebench.gate.data_guard import (
+    DataGuard,
+    attacked_sources,
+    check_positions,
+    guard_only_rows,
+)
 from gatebench.gate.deferred import DeferredStage
 from gatebench.gate.encoder import MiniLMEncoder
 from gatebench.gate.features import STYLE_FEATURES
@@ -248,10 +253,13 @@ class Gate:
         ``score(texts, positions=...)``; texts scored without positions are
         user turns and the guard does not read them. It learns from the
         benign tool results and documents in training, which the default
-        trace holds few of: build it with ``--documents``. Off by default:
-        measured by LODO its gain did not hold on a second draw of refits,
-        and at one global threshold it costs user-turn recall
-        (benchmarks/RESULTS.md).
+        trace holds few of: build it with ``--documents``. Given
+        ``fit(..., sources=..., valid_sources=...)``, the benign data texts
+        of sources with no attack at a data position are the guard's alone:
+        the heads and combiner fit without them. Off by default:
+        measured by LODO it gains on two draws of refits and costs little in
+        distribution, but the documents it needs cost the heads' ranking on
+        held-out user turns (benchmarks/RESULTS.md).
     """
 
     name = "gate"
@@ -537,11 +545,49 @@ class Gate:
                 )
             else:
                 v_pos = check_positions(valid_positions, len(valid[0]), "valid_positions")
-        fit_gate(self, texts, labels, valid, sources)
+        kept = self._guard_only(pos, labels, sources, valid, v_pos, v_src)
+        if kept is None:
+            fit_gate(self, texts, labels, valid, sources)
+        else:
+            tr, va = kept
+            assert valid is not None
+            fit_gate(
+                self,
+                [texts[i] for i in tr],
+                np.asarray(labels)[tr],
+                ([valid[0][i] for i in va], np.asarray(valid[1])[va]),
+                None if sources is None else [sources[i] for i in tr],
+            )
+            self.fit_info["guard_only_rows"] = {
+                "train": len(texts) - len(tr),
+                "valid": len(valid[0]) - len(va),
+            }
         self.guard = None
         if self.data_guard:
             self._fit_guard(list(texts), np.asarray(labels), pos, valid, v_pos, v_src)
         return self
+
+    def _guard_only(
+        self,
+        positions: np.ndarray | None,
+        labels: np.ndarray,
+        sources: Sequence[str] | None,
+        valid: Valid,
+        valid_positions: np.ndarray | None,
+        valid_sources: list[str] | None,
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The training and validation rows the heads and combiner fit on, when the guard
+        takes some for itself (:func:`~gatebench.gate.data_guard.guard_only_rows`)."""
+        if not self.data_guard or positions is None or sources is None:
+            return None
+        if valid is None or valid_positions is None or valid_sources is None:
+            return None
+        attacked = attacked_sources(positions, labels, sources)
+        only = guard_only_rows(positions, labels, sources, attacked)
+        v_only = guard_only_rows(valid_positions, np.asarray(valid[1]), valid_sources, attacked)
+        if not only.any() and not v_only.any():
+            return None
+        return np.flatnonzero(~only), np.flatnonzero(~v_only)
 
     def _fit_guard(
         self,
