@@ -256,10 +256,11 @@ class Gate:
         trace holds few of: build it with ``--documents``. Given
         ``fit(..., sources=..., valid_sources=...)``, the benign data texts
         of sources with no attack at a data position are the guard's alone:
-        the heads and combiner fit without them. Off by default:
-        measured by LODO it gains on two draws of refits and costs little in
-        distribution, but the documents it needs cost the heads' ranking on
-        held-out user turns (benchmarks/RESULTS.md).
+        the heads and combiner fit without them. Off by default: measured
+        by LODO it gains on two draws of refits and costs little in
+        distribution, but its cost on data texts is not yet timed, and it
+        flags benign data that holds requests to its reader (an email's
+        "let me know") (benchmarks/RESULTS.md).
     """
 
     name = "gate"
@@ -577,7 +578,12 @@ class Gate:
         valid_sources: list[str] | None,
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The training and validation rows the heads and combiner fit on, when the guard
-        takes some for itself (:func:`~gatebench.gate.data_guard.guard_only_rows`)."""
+        takes some for itself (:func:`~gatebench.gate.data_guard.guard_only_rows`).
+
+        Should the guard then be left out (too few validation rows to set its
+        map), the heads have still fitted without those rows; ``fit_info``
+        records both.
+        """
         if not self.data_guard or positions is None or sources is None:
             return None
         if valid is None or valid_positions is None or valid_sources is None:
