@@ -258,9 +258,8 @@ class Gate:
         of sources with no attack at a data position are the guard's alone:
         the heads and combiner fit without them. Off by default: measured
         by LODO it gains on two draws of refits and costs little in
-        distribution, but its cost on data texts is not yet timed, and it
-        flags benign data that holds requests to its reader (an email's
-        "let me know") (benchmarks/RESULTS.md).
+        distribution, but it flags benign data that holds requests to its
+        reader (an email's "let me know") (benchmarks/RESULTS.md).
     """
 
     name = "gate"
