@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +41,7 @@ import numpy as np
 import pandas as pd
 from bench_generalisation import held_units, refit_row, refit_split, summarise, trace_frame
 
-from gatebench.gate.data_guard import MIN_MATCH_ROWS
-
-Join = Callable[[dict[str, np.ndarray]], tuple[np.ndarray, np.ndarray]]
+from gatebench.gate.data_guard import MIN_MATCH_ROWS, source_weights, tail_map
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -111,11 +108,6 @@ def field_units(text: str) -> list[str]:
     return units or [text]
 
 
-def _weights(src: np.ndarray) -> np.ndarray:
-    _, which, counts = np.unique(src, return_inverse=True, return_counts=True)
-    return 1.0 / np.maximum(counts[which], MIN_MATCH_ROWS)
-
-
 def _moments(x: np.ndarray, w: np.ndarray) -> tuple[float, float]:
     m = float(np.average(x, weights=w))
     return m, float(np.sqrt(np.average((x - m) ** 2, weights=w)))
@@ -128,15 +120,12 @@ def joined(r: dict[str, Any], rule: str, q: float) -> tuple[np.ndarray, np.ndarr
     ref = ~np.isnan(uv) & (r["y_valid"] == 0)
     if ref.sum() < MIN_MATCH_ROWS:  # Gate would leave the guard out
         return r["p_valid_plain"], r["p_test_plain"]
-    w = _weights(r["src_valid"][ref])
-    g_mean, g_std = _moments(uv[ref], w)
-    s_mean, s_std = _moments(sv[ref], w)
-    slope = s_std / max(g_std, 1e-6)
+    w = source_weights(r["src_valid"][ref])
     if rule == "moment":
-        a, b = g_mean, s_mean
+        (a, g_std), (b, s_std) = _moments(uv[ref], w), _moments(sv[ref], w)
+        slope = s_std / max(g_std, 1e-6)
     elif rule == "tail":
-        a = float(np.quantile(uv[ref], q, weights=w, method="inverted_cdf"))
-        b = float(np.quantile(sv[r["y_valid"] == 0], 0.99))
+        a, slope, b = tail_map(uv[ref], sv[ref], sv[r["y_valid"] == 0], w, q)
     else:
         raise ValueError(rule)
     outs = []

@@ -48,7 +48,15 @@ import numpy as np
 from gatebench.gate.heads import CharHead, sigmoid
 from gatebench.types import DATA_POSITIONS, Position
 
-__all__ = ["DataGuard", "attacked_sources", "check_positions", "guard_only_rows", "text_units"]
+__all__ = [
+    "DataGuard",
+    "attacked_sources",
+    "check_positions",
+    "guard_only_rows",
+    "source_weights",
+    "tail_map",
+    "text_units",
+]
 
 #: Shorter units are field names, numbers and list markers, not sentences.
 MIN_UNIT_CHARS = 12
@@ -131,10 +139,39 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.asarray(np.log(q) - np.log1p(-q))
 
 
-def _moments(values: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
-    """Weighted mean and standard deviation."""
-    mean = float(np.average(values, weights=weight))
-    return mean, float(np.sqrt(np.average((values - mean) ** 2, weights=weight)))
+def _spread(values: np.ndarray, weight: np.ndarray) -> float:
+    """Weighted standard deviation."""
+    mean = np.average(values, weights=weight)
+    return float(np.sqrt(np.average((values - mean) ** 2, weights=weight)))
+
+
+def source_weights(groups: Sequence[str]) -> np.ndarray:
+    """Each text's weight when every group (source) weighs the same.
+
+    A group of fewer than ``MIN_MATCH_ROWS`` texts weighs what that many
+    texts' share would: one stray document must not hold a whole source's
+    share of the map.
+    """
+    _, which, counts = np.unique(np.asarray(groups), return_inverse=True, return_counts=True)
+    return np.asarray(1.0 / np.maximum(counts[which], MIN_MATCH_ROWS))
+
+
+def tail_map(
+    guard: np.ndarray,
+    gate: np.ndarray,
+    benign: np.ndarray,
+    weight: np.ndarray,
+    guard_quantile: float = TAIL_QUANTILE,
+) -> tuple[float, float, float]:
+    """The linear map (guard anchor, slope, Gate anchor) from log-odds on validation rows.
+
+    ``guard`` and ``gate`` are the two log-odds of the benign data texts
+    (weighted by ``weight``), ``benign`` Gate's log-odds of every benign text.
+    The guard's ``guard_quantile`` lands on Gate's ``TAIL_QUANTILE``.
+    """
+    anchor = np.quantile(guard, guard_quantile, weights=weight, method="inverted_cdf")
+    slope = _spread(gate, weight) / max(_spread(guard, weight), 1e-6)
+    return float(anchor), slope, float(np.quantile(benign, TAIL_QUANTILE))
 
 
 class DataGuard:
@@ -224,22 +261,9 @@ class DataGuard:
                 f"among the validation rows to set its scale; got {len(texts)}. Add such rows "
                 "or pass data_guard=false."
             )
-        weight = np.ones(len(texts))
-        if groups is not None:
-            _, which, counts = np.unique(
-                np.asarray(groups), return_inverse=True, return_counts=True
-            )
-            # A source with a handful of rows weighs as its rows do: one stray
-            # document must not hold a whole source's share of the map.
-            weight = 1.0 / np.maximum(counts[which], MIN_MATCH_ROWS)
-        guard = self.unit_logits(texts)
-        _, g_std = _moments(guard, weight)
-        _, s_std = _moments(_logit(gate_scores), weight)
-        anchor = np.quantile(guard, TAIL_QUANTILE, weights=weight, method="inverted_cdf")
-        self.scale = (
-            float(anchor),
-            s_std / max(g_std, 1e-6),
-            float(np.quantile(_logit(benign_scores), TAIL_QUANTILE)),
+        weight = np.ones(len(texts)) if groups is None else source_weights(groups)
+        self.scale = tail_map(
+            self.unit_logits(texts), _logit(gate_scores), _logit(benign_scores), weight
         )
         n_groups = None if groups is None else len(set(groups))
         return {"match_rows": len(texts), "match_groups": n_groups, "scale": list(self.scale)}
