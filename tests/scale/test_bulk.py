@@ -231,6 +231,7 @@ def test_rejected_rows_are_kept_counted_and_listed(
         "lone_surrogate": 1,
         "bad_conversation": 0,
         "nothing_to_scan": 0,
+        "bad_position": 0,
     }
     rejected = table[table["rejected"].notna()]
     assert rejected["row"].tolist() == [17, 64, 99, len(rows)]

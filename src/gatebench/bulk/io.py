@@ -6,7 +6,10 @@ line). Each yields :class:`Partition` objects of at most ``batch_rows`` rows.
 A row is a text or a conversation: a JSONL row with the text key is a text,
 one with the messages key (and no text key) is a conversation; a Parquet file
 with the text column holds texts, otherwise its messages column
-(``list<struct<role, content>>``) holds conversations. Conversations are kept
+(``list<struct<role, content>>``) holds conversations. A text row may carry
+its position (``user``, ``tool`` or ``document``; null or absent: a user
+turn), so that a detector with a data guard reads a tool result as the
+service does. Conversations are kept
 as read and checked by the worker, so a bad one is a rejected row, not a
 failed run. Structural problems (neither key nor column, a non-string text
 column, a line that is not a JSON object) stop the run with a
@@ -28,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gatebench.errors import ConfigError, DataError
+from gatebench.types import Position
 
 __all__ = [
     "OUTPUT_SCHEMA",
@@ -49,6 +53,10 @@ REJECT_REASONS = {
     "lone_surrogate": "the text holds a lone UTF-16 surrogate (not valid Unicode)",
     "bad_conversation": "the messages are not a valid conversation (the error says why)",
     "nothing_to_scan": "no message of a scanned role has text",
+    "bad_position": (
+        "the position is not user, tool, document or null, or it is on a conversation "
+        "(whose roles place its messages)"
+    ),
 }
 
 #: Columns of the per-row output, one row per input row, in input order.
@@ -66,6 +74,7 @@ OUTPUT_SCHEMA = pa.schema(
     ]
 )
 
+_POSITIONS = frozenset(str(p) for p in Position)
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _STRING_TYPES = (pa.types.is_string, pa.types.is_large_string)
 
@@ -97,6 +106,9 @@ class Partition:
         dicts), not yet checked: the worker parses them.
     messages_field : str
         The key or column the conversations came from, to name in errors.
+    positions : list, optional
+        Each row's position value as read (None where absent or null), not
+        yet checked; None when the input has no position field.
     """
 
     index: int
@@ -107,6 +119,7 @@ class Partition:
     not_string: frozenset[int] = frozenset()
     conversations: dict[int, object] = field(default_factory=dict)
     messages_field: str = "messages"
+    positions: list[object] | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -117,10 +130,24 @@ class Partition:
         Conversation rows get None here: the worker checks them when it parses them.
         """
         conv = self.conversations
-        return [
+        out = [
             None if i in conv else ("not_string" if i in self.not_string else reject_reason(t))
             for i, t in enumerate(self.texts)
         ]
+        for i, value in enumerate(self.positions or ()):
+            if value is None or out[i] is not None:
+                continue
+            if i in conv or not (isinstance(value, str) and value in _POSITIONS):
+                out[i] = "bad_position"
+        return out
+
+    def text_positions(self) -> list[str]:
+        """Each row's position for the detector (``user`` where none is given).
+
+        Only meaningful for rows :meth:`reasons` accepts.
+        """
+        values = self.positions or [None] * len(self.texts)
+        return [v if isinstance(v, str) and v in _POSITIONS else "user" for v in values]
 
 
 def reject_reason(text: str | None) -> str | None:
@@ -180,6 +207,10 @@ class PartitionReader:
         messages), read where there is no text column or key.
     id_field : str, optional
         Column or key holding a row id. When omitted, ``id`` is used if present.
+    position_field : str, optional
+        Column or key holding a text row's position. When omitted,
+        ``position`` is used if present. A JSONL row without the key, and a
+        null, is a user turn.
     batch_rows : int
         Rows per partition; bounds the memory a partition takes.
 
@@ -208,6 +239,7 @@ class PartitionReader:
         text_field: str = "text",
         messages_field: str = "messages",
         id_field: str | None = None,
+        position_field: str | None = None,
         batch_rows: int = 10_000,
     ) -> None:
         _check_batch_rows(batch_rows)
@@ -216,6 +248,7 @@ class PartitionReader:
         self.text_field = text_field
         self.messages_field = messages_field
         self.id_field = id_field
+        self.position_field = position_field
         self.batch_rows = batch_rows
         self.rows = 0
         self.blank_lines = 0
@@ -251,7 +284,8 @@ class PartitionReader:
             text_type = text_type.value_type
         text_ok = any(check(text_type) for check in _STRING_TYPES) or pa.types.is_null(text_type)
         id_col = self._parquet_id_column(names)
-        columns = [text_field] + ([id_col] if id_col and id_col != text_field else [])
+        pos_col = self._parquet_position_column(schema)
+        columns = [text_field] + [c for c in (id_col, pos_col) if c and c != text_field]
         start = 0
         batches = pf.iter_batches(batch_size=self.batch_rows, columns=columns)
         for index, batch in enumerate(batches):
@@ -266,7 +300,8 @@ class PartitionReader:
             ids: list[str | None] = [None] * len(texts)
             if id_col:
                 ids = [_id_string(v) for v in batch.column(id_col).to_pylist()]
-            yield Partition(index, start, texts, ids)
+            positions = batch.column(pos_col).to_pylist() if pos_col else None
+            yield Partition(index, start, texts, ids, positions=positions)
             start += len(texts)
 
     def _parquet_id_column(self, names: list[str]) -> str | None:
@@ -277,6 +312,27 @@ class PartitionReader:
                 f"(columns: {', '.join(names)}); name an existing column or omit --id-field"
             )
         return id_field if id_field is not None else ("id" if "id" in names else None)
+
+    def _parquet_position_column(self, schema: pa.Schema) -> str | None:
+        """The position column of a file of texts, checked to hold strings."""
+        names, field_name = schema.names, self.position_field
+        if field_name is not None and field_name not in names:
+            raise DataError(
+                f"{self.path}: no column {field_name!r} for --position-field "
+                f"(columns: {', '.join(names)}); name an existing column or omit --position-field"
+            )
+        column = field_name if field_name is not None else "position"
+        if column not in names:
+            return None
+        kind = schema.field(column).type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if not (any(check(kind) for check in _STRING_TYPES) or pa.types.is_null(kind)):
+            raise DataError(
+                f"{self.path}: column {column!r} has type {schema.field(column).type}, not "
+                f"string; store each text's position as one of {sorted(_POSITIONS)} or null"
+            )
+        return column
 
     def _parquet_conversations(self, pf: pq.ParquetFile) -> Iterator[Partition]:
         """Partitions of a file whose conversations are in the messages column."""
@@ -311,12 +367,14 @@ class PartitionReader:
     def _jsonl(self) -> Iterator[Partition]:
         path, text_field, id_field = self.path, self.text_field, self.id_field
         id_key = id_field if id_field is not None else "id"
+        pos_key = self.position_field if self.position_field is not None else "position"
         messages_field = self.messages_field
         texts: list[str | None] = []
         ids: list[str | None] = []
         lines: list[int] = []
         not_string: set[int] = set()
         conversations: dict[int, object] = {}
+        positions: list[object] = []
         index = start = 0
 
         def partition() -> Partition:
@@ -329,6 +387,7 @@ class PartitionReader:
                 frozenset(not_string),
                 conversations,
                 messages_field,
+                positions if any(p is not None for p in positions) else None,
             )
 
         with path.open("rb") as fh:
@@ -354,11 +413,13 @@ class PartitionReader:
                     )
                 texts.append(text)
                 ids.append(_id_string(row.get(id_key)))
+                positions.append(row.get(pos_key))
                 lines.append(line_no)
                 if len(texts) == self.batch_rows:
                     yield partition()
                     index, start = index + 1, start + len(texts)
                     texts, ids, lines, not_string, conversations = [], [], [], set(), {}
+                    positions = []
         if texts:
             yield partition()
 

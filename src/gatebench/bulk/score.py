@@ -9,7 +9,10 @@ directory once per process. Long texts are cut as the service cuts them
 service scans one (:mod:`gatebench.conversation`): the messages of the
 policy's roles, cut into windows, plus one window across each border of
 neighbouring same-role messages, and the maximum over them all; its output row
-also names the message and role that drove the score. Every input row has one
+also names the message and role that drove the score. Each window reaches the
+detector with its position, as in the service: a text row's own (its
+position field; a user turn without one), a conversation window its message's
+role. Every input row has one
 output row; rows that cannot be scored (null, empty, invalid Unicode, a bad
 conversation, a conversation with nothing to scan) keep their place with a
 ``rejected`` reason and are counted in the summary.
@@ -53,14 +56,16 @@ from gatebench.conversation import (
     ScanPlan,
     ScanPolicy,
     pool_scan,
+    window_positions,
 )
-from gatebench.detectors import check_scores
+from gatebench.detectors import check_scores, score_detector
 from gatebench.modeldir import MANIFEST, LoadedModel, load_model
 from gatebench.parallel import Executor
 from gatebench.served import ServeSettings
 from gatebench.split._minhash import signatures
 from gatebench.split.groups import LSHParams
 from gatebench.text import normalise_text, text_hash
+from gatebench.types import Position
 
 __all__ = ["PartitionResult", "process_partition", "run_bulk", "score_file"]
 
@@ -98,6 +103,8 @@ class PartitionResult:
         (parsed and planned), ``messages_scanned``, ``messages_skipped_role``,
         ``messages_skipped_empty``, ``ignored_parts``, ``windows`` and
         ``border_windows`` (of the accepted ones).
+    positions : Counter
+        Accepted text rows per position (``user``, ``tool``, ``document``).
     """
 
     index: int
@@ -108,6 +115,7 @@ class PartitionResult:
     signatures: NDArray[np.uint32] | None = None
     signature_hashes: list[str] | None = None
     conversations: Counter[str] = field(default_factory=Counter)
+    positions: Counter[str] = field(default_factory=Counter)
 
 
 @functools.lru_cache(maxsize=4)
@@ -126,13 +134,22 @@ def _model(model_dir: str) -> LoadedModel:
     return _cached_model(model_dir, stamp)
 
 
-def _score_windows(model: LoadedModel, windows: list[str], score_batch: int) -> NDArray[np.float64]:
-    """Every window's score, ``score_batch`` windows per ``detector.score`` call."""
+def _score_windows(
+    model: LoadedModel, windows: list[str], positions: list[str], score_batch: int
+) -> NDArray[np.float64]:
+    """Every window's score, ``score_batch`` windows per ``detector.score`` call.
+
+    ``positions`` reach a detector that reads them; all user turns are sent as
+    no positions, so any detector scores plain traffic exactly as before.
+    """
     det = model.detector
+    placed = any(p != "user" for p in positions)
     raw = np.empty(len(windows), dtype=np.float64)
     for start in range(0, len(windows), score_batch):
         chunk = windows[start : start + score_batch]
-        raw[start : start + len(chunk)] = check_scores(det.name, det.score(chunk), len(chunk))
+        where = positions[start : start + score_batch] if placed else None
+        scores = score_detector(det, chunk, where)
+        raw[start : start + len(chunk)] = check_scores(det.name, scores, len(chunk))
     return raw
 
 
@@ -184,6 +201,8 @@ def process_partition(
                 plans[i] = plan
                 count_plan(plan, counts)
     ok = [i for i, r in enumerate(reasons) if r is None]
+    row_positions = part.text_positions()
+    placed: Counter[str] = Counter(row_positions[i] for i in ok if i not in plans)
     # What identifies each accepted row: its text, or its conversation's scanned messages.
     ok_texts = [render_scanned(plans[i]) if i in plans else part.texts[i] or "" for i in ok]
     hashes: list[str | None] = [None] * n
@@ -200,18 +219,21 @@ def process_partition(
     if model_dir is not None and ok:
         model = _model(model_dir)
         windows: list[str] = []
+        where: list[str] = []
         counts_per_row = np.empty(len(ok), dtype=np.int64)
         for j, i in enumerate(ok):
             if i in plans:
                 texts = [w.text for w in plans[i].windows]
+                where += window_positions(plans[i])
             else:
                 text = ok_texts[j]
                 spans = chunk_spans(text, _SERVE.chunk_chars, _SERVE.chunk_overlap)
                 texts = [text[a:b] for a, b in spans]
+                where += [row_positions[i]] * len(spans)
                 windowed += int(len(spans) > 1)
             windows += texts
             counts_per_row[j] = len(texts)
-        raw = _score_windows(model, windows, score_batch)
+        raw = _score_windows(model, windows, where, score_batch)
         starts = np.concatenate(([0], np.cumsum(counts_per_row)[:-1]))
         pooled = np.maximum.reduceat(raw, starts)
         score[ok] = pooled
@@ -250,7 +272,9 @@ def process_partition(
         for i, r in enumerate(reasons)
         if r is not None
     ]
-    result = PartitionResult(part.index, table, rejected, windowed, 0.0, conversations=counts)
+    result = PartitionResult(
+        part.index, table, rejected, windowed, 0.0, conversations=counts, positions=placed
+    )
     if lsh is not None:
         first: dict[str, int] = {}
         for j, h in enumerate(ok_hashes):
@@ -283,6 +307,7 @@ def run_bulk(
     text_field: str = "text",
     messages_field: str = "messages",
     id_field: str | None = None,
+    position_field: str | None = None,
     batch_rows: int = 10_000,
     executor: Executor | None = None,
     policy: ScanPolicy | None = None,
@@ -304,6 +329,8 @@ def run_bulk(
         Output Parquet file (written as ``OUT.partial``, renamed when complete).
     text_field, messages_field, id_field : str
         Input column/key names; ``id_field`` defaults to ``id`` when present.
+    position_field : str, optional
+        A text row's position column/key; defaults to ``position`` when present.
     batch_rows : int
         Rows per partition.
     executor : gatebench.parallel.Executor, optional
@@ -343,6 +370,7 @@ def run_bulk(
         text_field=text_field,
         messages_field=messages_field,
         id_field=id_field,
+        position_field=position_field,
         batch_rows=batch_rows,
     )
     tally = Tally()
@@ -385,6 +413,7 @@ def run_bulk(
             "text_field": text_field,
             "messages_field": messages_field,
             "id_field": id_field,
+            "position_field": position_field,
         },
         "model": model_meta,
         "output": str(out),
@@ -401,6 +430,7 @@ def run_bulk(
             tally.flagged / tally.scored if model_dir is not None and tally.scored else None
         ),
         "windowed_texts": tally.windowed,
+        "text_positions": {str(p): tally.positions.get(str(p), 0) for p in Position},
         "conversations": conversation_summary(tally.conversations, scored=model_dir is not None),
         "scan_policy": {"roles": list(policy.roles), "span_adjacent": policy.span_adjacent},
         "chunking": {"chunk_chars": _SERVE.chunk_chars, "chunk_overlap": _SERVE.chunk_overlap},
@@ -432,6 +462,7 @@ def score_file(
     text_field: str = "text",
     messages_field: str = "messages",
     id_field: str | None = None,
+    position_field: str | None = None,
     batch_rows: int = 10_000,
     executor: Executor | None = None,
     policy: ScanPolicy | None = None,
@@ -444,7 +475,8 @@ def score_file(
     (the text key or column) or a conversation (the messages key or column,
     where there is no text); a conversation row's ``n_chunks`` counts every
     window scanned, and ``message`` and ``role`` name the message that drove
-    its score (null for a text row).
+    its score (null for a text row). A text row's position (``user``, ``tool``
+    or ``document``) reaches a detector that reads positions, as in the service.
 
     Parameters
     ----------
@@ -456,6 +488,9 @@ def score_file(
         Output Parquet file.
     text_field, messages_field, id_field : str
         Input column/key names; ``id_field`` defaults to ``id`` when present.
+    position_field : str, optional
+        A text row's position column/key; defaults to ``position`` when
+        present. Null or absent: a user turn.
     batch_rows : int
         Rows per partition (memory per partition, and the unit of work).
     executor : gatebench.parallel.Executor, optional
@@ -484,6 +519,7 @@ def score_file(
             text_field=text_field,
             messages_field=messages_field,
             id_field=id_field,
+            position_field=position_field,
             batch_rows=batch_rows,
             executor=executor,
             policy=policy,

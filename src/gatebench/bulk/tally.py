@@ -32,6 +32,7 @@ class Tally:
     partitions: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
     conversations: Counter[str] = field(default_factory=Counter)
+    positions: Counter[str] = field(default_factory=Counter)
     rejected: list[dict[str, Any]] = field(default_factory=list)
     partition_seconds: list[float] = field(default_factory=list)
     read_s: float = 0.0
@@ -43,6 +44,7 @@ class Tally:
         self.partitions += 1
         self.windowed += result.windowed
         self.conversations.update(result.conversations)
+        self.positions.update(result.positions)
         self.scored += table.num_rows - len(result.rejected)
         self.flagged += int(np.asarray(table.column("flagged").fill_null(False)).sum())
         self.reasons.update(r["reason"] for r in result.rejected)

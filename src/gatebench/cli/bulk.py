@@ -39,6 +39,14 @@ MessagesField = Annotated[
 IdField = Annotated[
     str | None, typer.Option("--id-field", help="Column/key holding a row id (default: id).")
 ]
+PositionField = Annotated[
+    str | None,
+    typer.Option(
+        "--position-field",
+        help="Column/key holding a text row's position: user, tool or document "
+        "(default: position; null or absent: a user turn).",
+    ),
+]
 BatchRows = Annotated[
     int, typer.Option("--batch-rows", help="Rows per partition (memory and unit of work).")
 ]
@@ -60,6 +68,12 @@ def _print_bulk(summary: dict[str, Any], where: Path) -> None:
         f"({summary['executor']}, {summary['partitions']} partitions)",
         highlight=False,
     )
+    placed = summary["text_positions"]
+    if any(n for p, n in placed.items() if p != "user"):
+        console.print(
+            "text rows by position: " + ", ".join(f"{p} {n:,}" for p, n in placed.items()),
+            highlight=False,
+        )
     conv = summary["conversations"]
     if conv["rows"]:
         skipped = conv["messages_skipped"]
@@ -93,6 +107,7 @@ def score(
     text_field: TextField = "text",
     messages_field: MessagesField = "messages",
     id_field: IdField = None,
+    position_field: PositionField = None,
     batch_rows: BatchRows = 10_000,
     backend: BulkBackend = "local",
     scheduler: BulkScheduler = None,
@@ -113,6 +128,7 @@ def score(
             text_field=text_field,
             messages_field=messages_field,
             id_field=id_field,
+            position_field=position_field,
             batch_rows=batch_rows,
             executor=Executor(backend, jobs, scheduler),
             policy=scan_policy(scan_roles, span_adjacent),
@@ -130,6 +146,7 @@ def audit(
     text_field: TextField = "text",
     messages_field: MessagesField = "messages",
     id_field: IdField = None,
+    position_field: PositionField = None,
     batch_rows: BatchRows = 10_000,
     backend: BulkBackend = "local",
     scheduler: BulkScheduler = None,
@@ -151,6 +168,7 @@ def audit(
             text_field=text_field,
             messages_field=messages_field,
             id_field=id_field,
+            position_field=position_field,
             batch_rows=batch_rows,
             executor=Executor(backend, jobs, scheduler),
             policy=scan_policy(scan_roles, span_adjacent),
