@@ -20,7 +20,9 @@ again; nothing is refitted. Kinds:
   fields or table rows (a tool's output, a YAML record, a markdown table);
 - ``position``: the one kind not read from the text: the trace row's position, a
   tool result or document against a user turn (what a detector is told when it
-  reads positions, as Gate's data guard does).
+  reads positions, as Gate's data guard does);
+- ``language``: the trace's detected language, English against the rest (the
+  language check that routes non-English text to the multilingual head).
 
 ``--plain`` reads a data-guarded run's scores without positions instead
 (``p_valid_plain``, ``p_test_plain``; see ``lodo_unguarded.py``).
@@ -73,7 +75,7 @@ def text_kinds(texts: list[str], rule: str) -> np.ndarray:
         return np.digitize([len(t) for t in texts], [256, 1024]).astype(np.int64)
     if rule == "data":
         return np.array([data_like(t) for t in texts], dtype=np.int64)
-    raise SystemExit(f"unknown kind rule {rule!r}: use none, segments, length or data")
+    raise SystemExit(f"unknown kind rule {rule!r}: use none, segments, length, data or language")
 
 
 def kind_shifts(
@@ -142,7 +144,12 @@ def main() -> None:
 
     data = frame["position"].isin(DATA_POSITIONS).to_numpy(dtype=np.int64)
     for rule, tau in rows:
-        kind = data if rule == "position" else text_kinds(texts, rule)
+        if rule == "position":
+            kind = data
+        elif rule == "language":
+            kind = (frame["language"] != "en").to_numpy(dtype=np.int64)
+        else:
+            kind = text_kinds(texts, rule)
         macro, below, fpr, recall = lodo_under(frame, args.scores, kind, args, tau)
         print(f"| {rule} | {tau} | {macro:.3f} | {below} | {fpr:.3f} | {recall:.3f} |", flush=True)
 
