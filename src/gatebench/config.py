@@ -60,6 +60,7 @@ class RunConfig(BaseModel):
     label_map: dict[str, str] = Field(default_factory=dict)
     assume_label: str | None = None
     source_name: str | None = None
+    position_field: str | None = None
     skip_missing: bool = False
     data_dir: Path | None = None
     trace_dir: Path | None = None
@@ -157,7 +158,8 @@ class RunConfig(BaseModel):
             )
         }
         files = ("text_field", "label_field", "id_field", "group_field", "label_map")
-        options["files"] = {k: getattr(self, k) for k in (*files, "assume_label", "source_name")}
+        read = (*files, "assume_label", "source_name", "position_field")
+        options["files"] = {k: getattr(self, k) for k in read}
         return options
 
     def executor(self) -> Executor:

@@ -15,6 +15,7 @@ from gatebench.cli.options import (
     AssumeLabel,
     Caps,
     DataDir,
+    FilePositionField,
     GroupField,
     IdField,
     LabelField,
@@ -129,6 +130,7 @@ def trace_build(
     label_field: LabelField = None,
     id_field: IdField = None,
     group_field: GroupField = None,
+    position_field: FilePositionField = None,
     label_map: LabelMap = None,
     assume_label: AssumeLabel = None,
     source_name: SourceName = None,
@@ -148,7 +150,14 @@ def trace_build(
         trace = api.build_trace_from_options(
             sources=sources,
             **file_options(
-                text_field, label_field, id_field, group_field, label_map, assume_label, source_name
+                text_field,
+                label_field,
+                id_field,
+                group_field,
+                label_map,
+                assume_label,
+                source_name,
+                position_field,
             ),
             caps=parse_caps(caps),
             roles=parse_roles(roles),

@@ -15,6 +15,7 @@ from gatebench.cli.options import (
     AssumeLabel,
     Caps,
     DataDir,
+    FilePositionField,
     GroupField,
     IdField,
     LabelField,
@@ -62,6 +63,7 @@ def evaluate(
     label_field: LabelField = None,
     id_field: IdField = None,
     group_field: GroupField = None,
+    position_field: FilePositionField = None,
     label_map: LabelMap = None,
     assume_label: AssumeLabel = None,
     source_name: SourceName = None,
@@ -76,7 +78,14 @@ def evaluate(
         model_dir, data = _split_args(args, detector)
         files = FileOptions(
             **file_options(
-                text_field, label_field, id_field, group_field, label_map, assume_label, source_name
+                text_field,
+                label_field,
+                id_field,
+                group_field,
+                label_map,
+                assume_label,
+                source_name,
+                position_field,
             )
         )
         root = RunConfig().seed if seed is None else seed

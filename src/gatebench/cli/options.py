@@ -27,6 +27,7 @@ __all__ = [
     "DataDir",
     "Embedded",
     "EmbeddedPayloads",
+    "FilePositionField",
     "GroupField",
     "IdField",
     "LabelField",
@@ -151,6 +152,14 @@ GroupField = Annotated[
         "--group-field", help="Group column of your files: rows sharing a value share a fold."
     ),
 ]
+FilePositionField = Annotated[
+    str | None,
+    typer.Option(
+        "--position-field",
+        help="Position column of your files: user, tool or document per text row "
+        "(default: position, when there is one; empty: a user turn).",
+    ),
+]
 LabelMap = Annotated[
     list[str] | None,
     typer.Option(
@@ -240,6 +249,7 @@ def file_options(
     label_map: list[str] | None,
     assume_label: str | None,
     source_name: str | None,
+    position_field: str | None = None,
 ) -> dict[str, Any]:
     """The file options given on the command line, as :class:`~gatebench.config.RunConfig` keys.
 
@@ -253,6 +263,7 @@ def file_options(
         "label_map": parse_label_map(label_map) or None,
         "assume_label": assume_label,
         "source_name": source_name,
+        "position_field": position_field,
     }
     return {k: v for k, v in options.items() if v is not None}
 

@@ -5,7 +5,10 @@ A row may hold a conversation instead of a text: a ``messages`` column of
 the text of the messages the default scanning policy reads (user turns, tool
 results and documents), in order, joined by blank lines and windowed like any
 long prompt, and its position is the most indirect one it holds (a tool
-result, else a document, else a user turn).
+result, else a document, else a user turn). A text row takes its position
+from a ``position`` column (``user``, ``tool`` or ``document``; empty: a user
+turn), or the column ``--position-field`` names, so that a file of tool
+results is evaluated as tool results.
 
 The columns and the label spellings are options, not guesses: the defaults
 (``text``, ``label``) and the label table of :mod:`gatebench.data.labels`
@@ -27,13 +30,17 @@ from gatebench.data.files import Table, read_table
 from gatebench.data.labels import LabelColumn
 from gatebench.data.loaders._base import LoadResult, RowSink
 from gatebench.errors import ConfigError, DataError
+from gatebench.types import Position
 
 __all__ = ["MESSAGES", "FileOptions", "read_files"]
 
 #: The column that holds a conversation, read when the text column is absent.
 MESSAGES = "messages"
+#: The column a text row's position is read from unless ``position_field`` names another.
+POSITION = "position"
 
 _LABELS = ("attack", "benign")
+_POSITIONS = tuple(str(p) for p in Position)
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,8 @@ class FileOptions:
 
     ``assume_label`` (``attack`` or ``benign``) labels every row of a file
     that has no label column, which is then scored for recall or FPR only.
+    ``position_field`` names the column of each text row's position (default:
+    ``position``, when the file has one).
     """
 
     text_field: str = "text"
@@ -51,6 +60,7 @@ class FileOptions:
     label_map: dict[str, str] = field(default_factory=dict)
     assume_label: str | None = None
     source_name: str | None = None
+    position_field: str | None = None
 
     def __post_init__(self) -> None:
         for value, label in self.label_map.items():
@@ -89,6 +99,11 @@ def _check_columns(table: Table, options: FileOptions) -> None:
         )
     need(options.id_field, "id", "name the id column with --id-field, or drop it to number rows")
     need(options.group_field, "group", "name the group column with --group-field, or drop it")
+    need(
+        options.position_field,
+        "position",
+        "name the position column with --position-field, or drop it (every row a user turn)",
+    )
 
 
 def _blank(value: Any) -> bool:
@@ -139,6 +154,8 @@ def read_files(name: str, root: Path, files: list[Path], options: FileOptions) -
         # Ids are unique within a source, so a directory's rows are prefixed by their file.
         prefix = f"{path.relative_to(root)}:" if len(files) > 1 else ""
         labels = LabelColumn(options.label_field, options.label_map)
+        wanted = options.position_field or POSITION
+        placed = wanted if wanted in table.columns else None
         for line, row in table.rows:
             bad = _not_utf8(row, (options.label_field, options.id_field, options.group_field))
             if bad is not None:
@@ -161,13 +178,30 @@ def read_files(name: str, root: Path, files: list[Path], options: FileOptions) -
             group = row.get(options.group_field) if options.group_field else None
             # Group values get their own namespace: a group "7" must not join row id 7.
             parent = None if _blank(group) else f"group:{group}"
-            text, position = row.get(options.text_field), None
+            given = None if placed is None or _blank(row.get(placed)) else row.get(placed)
+            text, position = row.get(options.text_field), given
             if options.text_field not in table.columns:
+                if given is not None:
+                    sink.reject(
+                        path,
+                        line,
+                        f"position {given!r} in column {placed!r} on a conversation: its "
+                        "messages' roles place it; leave the position empty",
+                    )
+                    continue
                 try:
                     text, position = _conversation_text(row.get(MESSAGES), f"{path}:{line}")
                 except ConversationError as exc:
                     sink.reject(path, line, f"conversation: {exc}")
                     continue
+            elif given is not None and given not in _POSITIONS:
+                sink.reject(
+                    path,
+                    line,
+                    f"position {given!r} in column {placed!r} is not one of "
+                    f"{list(_POSITIONS)}; leave it empty for a user turn",
+                )
+                continue
             kept = sink.add(
                 text,
                 label,

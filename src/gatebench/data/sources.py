@@ -92,6 +92,15 @@ def _name_of(path: Path) -> str:
     return name.strip("-.")
 
 
+def _reading(options: FileOptions) -> dict[str, object]:
+    """The reading options a revision records; an unset position field is left out, so
+    that files read before positions were read keep their trace ids."""
+    out = asdict(options)
+    if out["position_field"] is None:
+        del out["position_field"]
+    return out
+
+
 def _register(path: Path, options: FileOptions, name: str) -> str:
     if not _NAME.fullmatch(name):
         raise ConfigError(
@@ -115,7 +124,7 @@ def _register(path: Path, options: FileOptions, name: str) -> str:
         title=f"{path.name} (a user's file)",
         upstream=f"file:{path.resolve()}",
         # The reading options, as the revision: they enter the trace id with the file's bytes.
-        revision="local, read with " + json.dumps(asdict(options), sort_keys=True),
+        revision="local, read with " + json.dumps(_reading(options), sort_keys=True),
         files=tuple(glob.escape(str(f.relative_to(root))) for f in files),
         licence="not stated (a user's own file)",
         citation="none",
