@@ -150,15 +150,9 @@ def trace_build(
         trace = api.build_trace_from_options(
             sources=sources,
             **file_options(
-                text_field,
-                label_field,
-                id_field,
-                group_field,
-                label_map,
-                assume_label,
-                source_name,
-                position_field,
+                text_field, label_field, id_field, group_field, label_map, assume_label, source_name
             ),
+            position_field=position_field,
             caps=parse_caps(caps),
             roles=parse_roles(roles),
             skip_missing=skip_missing,

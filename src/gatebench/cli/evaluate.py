@@ -78,15 +78,9 @@ def evaluate(
         model_dir, data = _split_args(args, detector)
         files = FileOptions(
             **file_options(
-                text_field,
-                label_field,
-                id_field,
-                group_field,
-                label_map,
-                assume_label,
-                source_name,
-                position_field,
-            )
+                text_field, label_field, id_field, group_field, label_map, assume_label, source_name
+            ),
+            position_field=position_field,
         )
         root = RunConfig().seed if seed is None else seed
         if detector is not None:

@@ -249,7 +249,6 @@ def file_options(
     label_map: list[str] | None,
     assume_label: str | None,
     source_name: str | None,
-    position_field: str | None = None,
 ) -> dict[str, Any]:
     """The file options given on the command line, as :class:`~gatebench.config.RunConfig` keys.
 
@@ -263,7 +262,6 @@ def file_options(
         "label_map": parse_label_map(label_map) or None,
         "assume_label": assume_label,
         "source_name": source_name,
-        "position_field": position_field,
     }
     return {k: v for k, v in options.items() if v is not None}
 
