@@ -77,9 +77,20 @@ def test_a_position_on_a_conversation_row_is_refused(tmp_path: Path) -> None:
     assert bad.line == 2 and "on a conversation" in bad.reason
 
 
-def test_an_unset_position_field_keeps_earlier_trace_ids() -> None:
-    assert "position_field" not in _reading(FileOptions())
+def test_the_position_column_enters_the_trace_id(tmp_path: Path) -> None:
+    # A file with a `position` column reads differently than before positions were
+    # read, so the revision names the column even when no option was given.
+    assert _reading(FileOptions())["position_field"] == "position"
     assert _reading(FileOptions(position_field="where"))["position_field"] == "where"
+    src = _jsonl(tmp_path / "mine.jsonl", [{**r, "where": None} for r in ROWS])
+    ids = []
+    for extra in ([], ["--position-field", "position"], ["--position-field", "where"]):
+        out = tmp_path / f"trace{len(ids)}"
+        args = ["trace", "build", "-s", str(src), "--out", str(out), *extra]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        ids.append(json.loads((out / "trace_info.json").read_text())["trace_id"])
+    assert ids[0] == ids[1] != ids[2]
 
 
 def test_trace_build_reads_positions_and_counts_the_bad_row(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from gatebench.data.cards import DatasetCard
 from gatebench.data.files import SUFFIXES, data_files
 from gatebench.data.loaders import DATASETS, LOCAL_SOURCES, Loader, LoadResult
-from gatebench.data.local import FileOptions, read_files
+from gatebench.data.local import POSITION, FileOptions, read_files
 from gatebench.data.presets import PRESETS
 from gatebench.errors import ConfigError, DataError
 from gatebench.types import Family
@@ -93,12 +93,13 @@ def _name_of(path: Path) -> str:
 
 
 def _reading(options: FileOptions) -> dict[str, object]:
-    """The reading options a revision records; an unset position field is left out, so
-    that files read before positions were read keep their trace ids."""
-    out = asdict(options)
-    if out["position_field"] is None:
-        del out["position_field"]
-    return out
+    """The reading options a revision records, with the column positions are read from.
+
+    The default column is named too: a file that has it reads differently now
+    than before positions were read, so its trace id (and any cached trace)
+    must change with it.
+    """
+    return {**asdict(options), "position_field": options.position_field or POSITION}
 
 
 def _register(path: Path, options: FileOptions, name: str) -> str:
