@@ -79,6 +79,7 @@ def test_each_text_row_is_scored_at_its_position(
     assert summary["rejected_by_reason"]["bad_position"] == 3
     assert summary["text_positions"] == {"user": 3, "tool": 1, "document": 1}
     assert summary["input"]["position_field"] is None
+    assert summary["input"]["positions_read_from"] == "position"
     assert [r["id"] for r in summary["rejected_rows"]] == ["inbox", "number", "chat-placed"]
 
 
@@ -105,7 +106,8 @@ def test_parquet_position_column_and_a_named_field(
     assert summary["text_positions"] == {"user": 1, "tool": 1, "document": 1}
     # Without --position-field the column is not `position`, so every row is a user turn.
     plain = score_file(model_dir, src, tmp_path / "plain.parquet")
-    assert plain["flagged"] == 0
+    assert plain["flagged"] == 0 and plain["input"]["positions_read_from"] is None
+    assert summary["input"]["positions_read_from"] == "where"
 
 
 def test_a_long_tool_result_is_read_as_data_in_every_window(

@@ -222,6 +222,8 @@ class PartitionReader:
         Rows yielded so far.
     blank_lines : int
         Blank JSONL lines skipped so far (they are not rows).
+    position_column : str or None
+        The column or key positions were read from so far (None: no row had one).
 
     Raises
     ------
@@ -252,6 +254,7 @@ class PartitionReader:
         self.batch_rows = batch_rows
         self.rows = 0
         self.blank_lines = 0
+        self.position_column: str | None = None
 
     def __iter__(self) -> Iterator[Partition]:
         parts = self._parquet() if self.format == "parquet" else self._jsonl()
@@ -301,6 +304,7 @@ class PartitionReader:
             if id_col:
                 ids = [_id_string(v) for v in batch.column(id_col).to_pylist()]
             positions = batch.column(pos_col).to_pylist() if pos_col else None
+            self.position_column = pos_col
             yield Partition(index, start, texts, ids, positions=positions)
             start += len(texts)
 
@@ -414,6 +418,8 @@ class PartitionReader:
                 texts.append(text)
                 ids.append(_id_string(row.get(id_key)))
                 positions.append(row.get(pos_key))
+                if pos_key in row:
+                    self.position_column = pos_key
                 lines.append(line_no)
                 if len(texts) == self.batch_rows:
                     yield partition()

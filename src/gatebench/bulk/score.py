@@ -414,6 +414,7 @@ def run_bulk(
             "messages_field": messages_field,
             "id_field": id_field,
             "position_field": position_field,
+            "positions_read_from": reader.position_column,
         },
         "model": model_meta,
         "output": str(out),
