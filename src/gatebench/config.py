@@ -157,9 +157,17 @@ class RunConfig(BaseModel):
                 "documents",
             )
         }
-        files = ("text_field", "label_field", "id_field", "group_field", "label_map")
-        read = (*files, "assume_label", "source_name", "position_field")
-        options["files"] = {k: getattr(self, k) for k in read}
+        files = (
+            "text_field",
+            "label_field",
+            "id_field",
+            "group_field",
+            "label_map",
+            "assume_label",
+            "source_name",
+            "position_field",
+        )
+        options["files"] = {k: getattr(self, k) for k in files}
         return options
 
     def executor(self) -> Executor:

@@ -6,7 +6,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["DATA_POSITIONS", "Family", "Position", "PrimaryMetric", "Role", "Sample", "Status"]
+__all__ = [
+    "DATA_POSITIONS",
+    "POSITIONS",
+    "Family",
+    "Position",
+    "PrimaryMetric",
+    "Role",
+    "Sample",
+    "Status",
+]
 
 
 class Family(StrEnum):
@@ -70,6 +79,8 @@ class Position(StrEnum):
         )
 
 
+#: Every position's name, in :class:`Position` order (what boundaries list as valid).
+POSITIONS: tuple[str, ...] = tuple(str(p) for p in Position)
 #: Positions whose texts an agent reads as data, not as a request to it.
 DATA_POSITIONS = frozenset({str(Position.TOOL), str(Position.DOCUMENT)})
 

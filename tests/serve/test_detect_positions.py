@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from service_fixtures import PLANTED, data_reader_model
+from service_fixtures import data_reader_model
 from typer.testing import CliRunner
 
 from cli_checks import fails_cleanly
@@ -14,6 +14,7 @@ from gatebench import api
 from gatebench.cli import app
 from gatebench.conversation import parse_conversation
 from gatebench.errors import ConfigError
+from position_reader import PLANTED
 
 runner = CliRunner()
 

@@ -7,10 +7,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from service_fixtures import PLANTED, SETTINGS, data_reader_model
+from service_fixtures import SETTINGS, data_reader_model
 
 from gatebench.serve.client import GatebenchClient
 from gatebench.serve.server import ServerThread
+from position_reader import PLANTED
 
 
 @pytest.fixture(scope="module")

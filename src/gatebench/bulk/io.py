@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gatebench.errors import ConfigError, DataError
-from gatebench.types import Position
+from gatebench.types import POSITIONS
 
 __all__ = [
     "OUTPUT_SCHEMA",
@@ -74,7 +74,6 @@ OUTPUT_SCHEMA = pa.schema(
     ]
 )
 
-_POSITIONS = frozenset(str(p) for p in Position)
 _FORMATS = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 _STRING_TYPES = (pa.types.is_string, pa.types.is_large_string)
 
@@ -137,7 +136,7 @@ class Partition:
         for i, value in enumerate(self.positions or ()):
             if value is None or out[i] is not None:
                 continue
-            if i in conv or not (isinstance(value, str) and value in _POSITIONS):
+            if i in conv or value not in POSITIONS:
                 out[i] = "bad_position"
         return out
 
@@ -147,7 +146,7 @@ class Partition:
         Only meaningful for rows :meth:`reasons` accepts.
         """
         values = self.positions or [None] * len(self.texts)
-        return [v if isinstance(v, str) and v in _POSITIONS else "user" for v in values]
+        return [v if v in POSITIONS else "user" for v in values]
 
 
 def reject_reason(text: str | None) -> str | None:
@@ -185,6 +184,13 @@ def input_format(path: Path) -> str:
 def _check_batch_rows(batch_rows: int) -> None:
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise ConfigError(f"--batch-rows {batch_rows!r} is invalid; use a positive row count")
+
+
+def _holds_strings(kind: pa.DataType) -> bool:
+    """Whether a Parquet column of type ``kind`` holds strings (or only nulls)."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return any(check(kind) for check in _STRING_TYPES) or pa.types.is_null(kind)
 
 
 def _id_string(value: Any) -> str | None:
@@ -282,10 +288,7 @@ class PartitionReader:
                 f"column {self.messages_field!r}; name the text column with --text-field, "
                 "or a conversation column with --messages-field"
             )
-        text_type = schema.field(text_field).type
-        if pa.types.is_dictionary(text_type):
-            text_type = text_type.value_type
-        text_ok = any(check(text_type) for check in _STRING_TYPES) or pa.types.is_null(text_type)
+        text_ok = _holds_strings(schema.field(text_field).type)
         id_col = self._parquet_id_column(names)
         pos_col = self._parquet_position_column(schema)
         columns = [text_field] + [c for c in (id_col, pos_col) if c and c != text_field]
@@ -328,13 +331,10 @@ class PartitionReader:
         column = field_name if field_name is not None else "position"
         if column not in names:
             return None
-        kind = schema.field(column).type
-        if pa.types.is_dictionary(kind):
-            kind = kind.value_type
-        if not (any(check(kind) for check in _STRING_TYPES) or pa.types.is_null(kind)):
+        if not _holds_strings(schema.field(column).type):
             raise DataError(
                 f"{self.path}: column {column!r} has type {schema.field(column).type}, not "
-                f"string; store each text's position as one of {sorted(_POSITIONS)} or null"
+                f"string; store each text's position as one of {sorted(POSITIONS)} or null"
             )
         return column
 

@@ -65,7 +65,7 @@ from gatebench.served import ServeSettings
 from gatebench.split._minhash import signatures
 from gatebench.split.groups import LSHParams
 from gatebench.text import normalise_text, text_hash
-from gatebench.types import Position
+from gatebench.types import POSITIONS
 
 __all__ = ["PartitionResult", "process_partition", "run_bulk", "score_file"]
 
@@ -431,7 +431,7 @@ def run_bulk(
             tally.flagged / tally.scored if model_dir is not None and tally.scored else None
         ),
         "windowed_texts": tally.windowed,
-        "text_positions": {str(p): tally.positions.get(str(p), 0) for p in Position},
+        "text_positions": {p: tally.positions.get(p, 0) for p in POSITIONS},
         "conversations": conversation_summary(tally.conversations, scored=model_dir is not None),
         "scan_policy": {"roles": list(policy.roles), "span_adjacent": policy.span_adjacent},
         "chunking": {"chunk_chars": _SERVE.chunk_chars, "chunk_overlap": _SERVE.chunk_overlap},

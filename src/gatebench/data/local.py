@@ -30,7 +30,7 @@ from gatebench.data.files import Table, read_table
 from gatebench.data.labels import LabelColumn
 from gatebench.data.loaders._base import LoadResult, RowSink
 from gatebench.errors import ConfigError, DataError
-from gatebench.types import Position
+from gatebench.types import POSITIONS
 
 __all__ = ["MESSAGES", "FileOptions", "read_files"]
 
@@ -40,7 +40,6 @@ MESSAGES = "messages"
 POSITION = "position"
 
 _LABELS = ("attack", "benign")
-_POSITIONS = tuple(str(p) for p in Position)
 
 
 @dataclass(frozen=True)
@@ -194,12 +193,12 @@ def read_files(name: str, root: Path, files: list[Path], options: FileOptions) -
                 except ConversationError as exc:
                     sink.reject(path, line, f"conversation: {exc}")
                     continue
-            elif given is not None and given not in _POSITIONS:
+            elif given is not None and given not in POSITIONS:
                 sink.reject(
                     path,
                     line,
                     f"position {given!r} in column {placed!r} is not one of "
-                    f"{list(_POSITIONS)}; leave it empty for a user turn",
+                    f"{list(POSITIONS)}; leave it empty for a user turn",
                 )
                 continue
             kept = sink.add(

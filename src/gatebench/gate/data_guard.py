@@ -46,10 +46,11 @@ from typing import Any
 import numpy as np
 
 from gatebench.gate.heads import CharHead, sigmoid
-from gatebench.types import DATA_POSITIONS, Position
+from gatebench.types import DATA_POSITIONS, POSITIONS
 
 __all__ = [
     "DataGuard",
+    "at_data",
     "attacked_sources",
     "check_positions",
     "guard_only_rows",
@@ -85,7 +86,7 @@ def check_positions(positions: Sequence[str | None], n: int, name: str) -> np.nd
     pos = np.array(["user" if p is None else str(p) for p in positions], dtype=object)
     if len(pos) != n:
         raise ValueError(f"{name}: got {len(pos)} positions for {n} texts; give one per text")
-    allowed = [str(p) for p in Position]
+    allowed = list(POSITIONS)
     bad = np.flatnonzero(~np.isin(pos, allowed))
     if bad.size:
         i = int(bad[0])
@@ -110,14 +111,18 @@ def guard_only_rows(
     the guard's question.
     """
     src = np.asarray(sources, dtype=object)
-    is_data = np.isin(np.asarray(positions, dtype=object), list(DATA_POSITIONS))
-    return is_data & (np.asarray(labels) == 0) & ~np.isin(src, sorted(attacked))
+    return at_data(positions) & (np.asarray(labels) == 0) & ~np.isin(src, sorted(attacked))
 
 
 def attacked_sources(positions: np.ndarray, labels: np.ndarray, sources: Sequence[str]) -> set[str]:
     """The sources with at least one attack at a data position."""
-    is_data = np.isin(np.asarray(positions, dtype=object), list(DATA_POSITIONS))
-    return {str(s) for s in np.asarray(sources, dtype=object)[is_data & (np.asarray(labels) == 1)]}
+    attacks = at_data(positions) & (np.asarray(labels) == 1)
+    return {str(s) for s in np.asarray(sources, dtype=object)[attacks]}
+
+
+def at_data(positions: Sequence[str] | np.ndarray) -> np.ndarray:
+    """Mask of the positions that are data (a tool result or a document)."""
+    return np.isin(np.asarray(positions, dtype=object), list(DATA_POSITIONS))
 
 
 def text_units(text: str) -> list[str]:
@@ -200,8 +205,7 @@ class DataGuard:
         Returns what it was fitted on, for ``fit_info``; raises ``ValueError``
         when the training set has no user turn or no benign data text.
         """
-        pos = np.asarray(positions, dtype=object)
-        is_data = np.isin(pos, list(DATA_POSITIONS))
+        is_data = at_data(positions)
         lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
         requests = np.flatnonzero(~is_data & (lengths <= MAX_REQUEST_CHARS))
         benign_data = np.flatnonzero(is_data & (np.asarray(labels) == 0))

@@ -42,6 +42,7 @@ from gatebench.gate.columns import column_names, combiner_input, feature_columns
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
 from gatebench.gate.data_guard import (
     DataGuard,
+    at_data,
     attacked_sources,
     check_positions,
     guard_only_rows,
@@ -70,7 +71,6 @@ from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.training import fit_gate, holdout_rows
 from gatebench.gate.views import Featurizer, Views
 from gatebench.served import ServeSettings
-from gatebench.types import DATA_POSITIONS
 
 __all__ = ["DEFAULT_HEADS", "ENGLISH_HEADS", "STYLE_FEATURES", "Gate"]
 
@@ -610,7 +610,7 @@ class Gate:
         guard = DataGuard(seed=self.seed)
         v_texts, v_y = list(valid[0]), np.asarray(valid[1])
         benign = np.flatnonzero(v_y == 0)
-        ref = np.flatnonzero(np.isin(valid_positions[benign], list(DATA_POSITIONS)))
+        ref = np.flatnonzero(at_data(valid_positions[benign]))
         try:
             info = guard.fit(texts, list(positions), labels)
             scores = run_cascade(self, [v_texts[i] for i in benign])[0]
@@ -636,7 +636,7 @@ class Gate:
         pos = check_positions(positions, len(texts), "positions")
         if self.guard is None:
             return scores
-        idx = np.flatnonzero(np.isin(pos, list(DATA_POSITIONS)))
+        idx = np.flatnonzero(at_data(pos))
         if idx.size == 0:
             return scores
         out = np.array(scores, dtype=np.float64)

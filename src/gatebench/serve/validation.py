@@ -20,7 +20,7 @@ from fastapi import Request
 
 from gatebench.conversation import Conversation, ConversationError, ScanPolicy, parse_conversation
 from gatebench.serve.model import ServeSettings
-from gatebench.types import Position
+from gatebench.types import POSITIONS, Position
 
 __all__ = [
     "BadRequest",
@@ -234,7 +234,7 @@ def _positions(value: object, n: int, field: str) -> list[str]:
         raise BadRequest(
             422, f'"positions" has {len(items):,} entries for {n:,} texts; give one per text'
         )
-    allowed = [str(p) for p in Position]
+    allowed = list(POSITIONS)
     out = []
     for i, item in enumerate(items):
         if item is None:
