@@ -22,7 +22,7 @@ from typing import Any
 from gatebench.detectors import DETECTORS, Detector, DetectorSpec
 from gatebench.errors import ConfigError, SchemaError
 
-__all__ = ["MODEL_FORMAT", "LoadedModel", "load_model", "save_model"]
+__all__ = ["MODEL_FORMAT", "LoadedModel", "load_model", "save_model", "shipped_rule"]
 
 MODEL_FORMAT = 1
 MANIFEST = "gatebench-model.json"
@@ -74,6 +74,15 @@ def save_model(
     }
     write_json(path / MANIFEST, meta)
     return path
+
+
+def shipped_rule(meta: dict[str, Any]) -> str | None:
+    """How a manifest's threshold was chosen: re-picked on traffic, else the training rule."""
+    tuned = meta.get("traffic_threshold")
+    if isinstance(tuned, dict) and tuned.get("rule"):
+        return f"benign traffic: {tuned['rule']}"
+    op = meta.get("operating_point")
+    return op.get("rule") if isinstance(op, dict) else None
 
 
 def load_model(path: Path | str) -> LoadedModel:

@@ -8,7 +8,7 @@ This package builds the typer ``app`` (the ``gatebench`` console script, and
 - :mod:`~gatebench.cli.evaluate`: ``evaluate``;
 - :mod:`~gatebench.cli.turns`: ``evaluate-turns``;
 - :mod:`~gatebench.cli.serve`: ``detect``, ``serve``, ``bench latency``;
-- :mod:`~gatebench.cli.bulk`: ``score``, ``audit``;
+- :mod:`~gatebench.cli.bulk`: ``score``, ``audit``, ``tune-threshold``;
 - :mod:`~gatebench.cli.plugins`: ``detectors list``, ``diagnostics list``;
 
 and :mod:`~gatebench.cli.options` what they share (common options, consoles,
@@ -33,6 +33,7 @@ app = typer.Typer(
 )
 app.command("run")(run.run)
 app.command("train")(run.train)
+app.command("tune-threshold")(bulk.tune_threshold)
 app.command("evaluate")(evaluate.evaluate)
 app.command("evaluate-turns")(turns.evaluate_turns)
 app.command("detect")(serve.detect)

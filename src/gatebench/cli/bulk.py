@@ -1,4 +1,4 @@
-"""``gatebench score|audit``: a model directory over a large file, in partitions.
+"""``gatebench score|audit|tune-threshold``: a model directory over a large file, in partitions.
 
 The commands are plain functions; :mod:`gatebench.cli` registers them on the app.
 """
@@ -22,7 +22,7 @@ from gatebench.cli.options import (
 )
 from gatebench.errors import GatebenchError
 
-__all__ = ["audit", "score"]
+__all__ = ["audit", "score", "tune_threshold"]
 
 # The arguments and options that score and audit share.
 BulkModel = Annotated[Path, typer.Argument(help="A model directory from `gatebench train`.")]
@@ -202,3 +202,70 @@ def audit(
             share,
         )
     console.print(table)
+
+
+def tune_threshold(
+    model_dir: BulkModel,
+    benign_path: Annotated[
+        Path, typer.Argument(help="Benign traffic: .parquet or .jsonl texts or conversations.")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="The new model directory.")],
+    target_fpr: Annotated[
+        float, typer.Option("--target-fpr", help="Bound on the FPR of this traffic.")
+    ] = 0.01,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Confidence of the one-sided exact bound.")
+    ] = 0.95,
+    text_field: TextField = "text",
+    messages_field: MessagesField = "messages",
+    id_field: IdField = None,
+    position_field: PositionField = None,
+    batch_rows: BatchRows = 10_000,
+    backend: BulkBackend = "local",
+    scheduler: BulkScheduler = None,
+    jobs: BulkJobs = None,
+    scan_roles: ScanRoles = "user,tool,document",
+    span_adjacent: SpanAdjacent = True,
+) -> None:
+    """Re-pick a model's threshold on a sample of your benign traffic; writes a new model dir."""
+    from gatebench.bulk.retune import tune_threshold as tune
+    from gatebench.parallel import Executor
+
+    try:
+        record = tune(
+            model_dir,
+            benign_path,
+            out,
+            target_fpr=target_fpr,
+            confidence=confidence,
+            text_field=text_field,
+            messages_field=messages_field,
+            id_field=id_field,
+            position_field=position_field,
+            batch_rows=batch_rows,
+            executor=Executor(backend, jobs, scheduler),
+            policy=scan_policy(scan_roles, span_adjacent),
+        )
+    except GatebenchError as exc:
+        fail(exc)
+    console.print(
+        f"{record['rows_read']:,} rows read, {record['rows_scored']:,} benign prompts scored, "
+        f"{record['rows_rejected']:,} rejected (counted in the manifest)",
+        highlight=False,
+    )
+    level = f"{100 * record['confidence']:g}%"
+    table = Table(title=f"FPR on this traffic (upper bound at {level} confidence)")
+    for col in ("threshold", "value", "flagged", "FPR", "upper bound"):
+        table.add_column(col)
+    for name in ("previous", "chosen"):
+        b = record[name]
+        table.add_row(
+            name, f"{b['threshold']:.4f}", f"{b['flagged']:,} of {b['n']:,}",
+            fmt_pct(b["fpr"]), fmt_pct(b["fpr_upper"]),
+        )  # fmt: skip
+    console.print(table)
+    console.print(
+        f"written: {out} (target FPR {record['target_fpr']:g}); recall at the new threshold "
+        f"is measured on labelled data: gatebench evaluate {out} DATA --out DIR",
+        highlight=False,
+    )

@@ -22,7 +22,7 @@ from gatebench.artifacts import jsonable
 from gatebench.config import output_directory
 from gatebench.data.local import FileOptions
 from gatebench.errors import ConfigError, DataError
-from gatebench.modeldir import LoadedModel, load_model
+from gatebench.modeldir import LoadedModel, load_model, shipped_rule
 from gatebench.per_language import by_language
 from gatebench.per_position import by_position
 from gatebench.served import ServeSettings
@@ -196,7 +196,7 @@ def evaluate_model(
             threshold=threshold,
             target_fpr=model.meta.get("target_fpr"),
             trace_id=model.meta.get("trace_id"),
-            rule=(model.meta.get("operating_point") or {}).get("rule"),
+            rule=shipped_rule(model.meta),
         ),
         data_trace_id=data.trace_id,
         sources=sorted(set(src.tolist())),

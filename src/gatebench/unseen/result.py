@@ -60,7 +60,7 @@ class ModelInfo(_Section):
     threshold: float
     target_fpr: float | None
     trace_id: str | None
-    #: How the threshold was chosen (the model directory's ``operating_point.rule``).
+    #: How the threshold was chosen (:func:`gatebench.modeldir.shipped_rule`).
     rule: str | None = None
 
 

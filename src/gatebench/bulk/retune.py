@@ -1,0 +1,175 @@
+"""A model directory's threshold re-picked on a sample of the deployment's own benign traffic.
+
+A shipped threshold is chosen on benign sources the model never saw, and the
+FPR it gives differs from one such source to the next: the next source, a
+deployment's traffic, may be flagged at several times the target. The one set
+that tells what a deployment's FPR will be is a sample of that deployment's
+benign traffic (prompts a reviewer cleared, or a period with no known
+attack). Its labels are not needed beyond "benign". The sample is scored
+exactly as ``gatebench score`` and ``serve`` score (windows, positions,
+conversations), and the new threshold is the lowest whose FPR has an upper
+confidence bound at most the target on it (:mod:`gatebench.bulk.traffic_bound`).
+
+The result is a new model directory: the same fitted state, the new threshold,
+and a ``traffic_threshold`` record of what chose it (the sample's digest,
+rows read, scored and rejected, the bound at the previous and the new
+threshold). The sample's per-row scores stay beside it as evidence. The input
+model directory is never changed. Attacks left in the sample raise the
+threshold: the FPR bound then still holds, at a cost in recall that only a
+labelled set measures (``gatebench evaluate NEW_DIR ...``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from gatebench.artifacts import write_json
+from gatebench.bulk.score import run_bulk, write_summary
+from gatebench.bulk.traffic_bound import bound_at, min_prompts, traffic_bound
+from gatebench.conversation import ScanPolicy
+from gatebench.errors import ConfigError
+from gatebench.modeldir import MANIFEST, load_model
+from gatebench.parallel import Executor
+
+__all__ = ["SCORES_FILE", "tune_threshold"]
+
+#: The sample's per-row scores, inside the new model directory.
+SCORES_FILE = "traffic-threshold/scores.parquet"
+
+
+def _check(model_dir: Path, out: Path, target_fpr: float, confidence: float) -> None:
+    if not 0.0 < target_fpr < 1.0:
+        raise ConfigError(f"--target-fpr {target_fpr!r}: give the FPR bound in (0, 1), e.g. 0.01")
+    if not 0.5 < confidence < 1.0:
+        raise ConfigError(
+            f"--confidence {confidence!r}: give the bound's confidence in (0.5, 1), e.g. 0.95"
+        )
+    if out.resolve() == model_dir.resolve():
+        raise ConfigError(
+            f"--out {out} is the model directory itself; the input model is never changed: "
+            "name a new directory"
+        )
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"--out {out} exists and is not empty; name a new directory")
+
+
+def tune_threshold(
+    model_dir: Path,
+    benign_path: Path,
+    out: Path,
+    *,
+    target_fpr: float = 0.01,
+    confidence: float = 0.95,
+    text_field: str = "text",
+    messages_field: str = "messages",
+    id_field: str | None = None,
+    position_field: str | None = None,
+    batch_rows: int = 10_000,
+    executor: Executor | None = None,
+    policy: ScanPolicy | None = None,
+) -> dict[str, Any]:
+    """Write ``out``: ``model_dir`` with its threshold re-picked on the benign sample.
+
+    Parameters
+    ----------
+    model_dir : Path
+        A model directory from ``gatebench train`` (read, never written).
+    benign_path : Path
+        ``.parquet`` or ``.jsonl`` file of benign texts or conversations, read
+        as ``gatebench score`` reads its input.
+    out : Path
+        The new model directory; must not exist or be empty.
+    target_fpr, confidence : float
+        The upper ``confidence`` bound of the FPR on the sample's traffic must
+        be at most ``target_fpr``.
+    text_field, messages_field, id_field, position_field, batch_rows, executor, policy
+        As :func:`gatebench.bulk.score_file`.
+
+    Returns
+    -------
+    dict
+        The ``traffic_threshold`` record written into the new manifest.
+
+    Raises
+    ------
+    ConfigError
+        A bad option, an occupied ``out``, or a sample too small for the bound
+        (the message gives the rows needed).
+    """
+    _check(model_dir, out, target_fpr, confidence)
+    meta = load_model(model_dir).meta
+    partial = out.with_name(out.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(
+        model_dir, partial, ignore=shutil.ignore_patterns(Path(SCORES_FILE).parent.name)
+    )
+    options = {
+        "text_field": text_field, "messages_field": messages_field, "id_field": id_field,
+        "position_field": position_field, "batch_rows": batch_rows, "executor": executor,
+        "policy": policy,
+    }  # fmt: skip
+    try:
+        record = _tune(model_dir, meta, partial, benign_path, target_fpr, confidence, options)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if out.exists():
+        out.rmdir()
+    partial.rename(out)
+    return record
+
+
+def _tune(
+    model_dir: Path,
+    meta: dict[str, Any],
+    partial: Path,
+    benign_path: Path,
+    target_fpr: float,
+    confidence: float,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """Score the sample into ``partial``, pick the threshold, write the manifest."""
+    scores_path = partial / SCORES_FILE
+    summary = run_bulk(model_dir, benign_path, scores_path, **options)
+    write_summary(
+        scores_path.with_suffix(".summary.json"), {"command": "tune-threshold", **summary}
+    )
+    table = pq.read_table(scores_path, columns=["score", "rejected"])
+    kept = np.asarray(table.column("rejected").is_null())
+    scores = table.column("score").to_numpy(zero_copy_only=False)[kept].astype(np.float64)
+    if len(scores) < min_prompts(target_fpr, confidence):
+        raise ConfigError(
+            f"{benign_path}: {len(scores):,} benign prompts scored ({summary['rows_rejected']:,} "
+            f"of {summary['rows_read']:,} rows rejected); an FPR bound of {target_fpr:g} at "
+            f"{confidence:g} confidence needs at least {min_prompts(target_fpr, confidence):,}: "
+            "add benign prompts, raise --target-fpr or lower --confidence"
+        )
+    chosen = traffic_bound(scores, target_fpr, confidence)
+    previous = bound_at(scores, float(meta["threshold"]), confidence)
+    record = {
+        "rule": "lowest threshold whose one-sided exact upper bound of the FPR is <= target",
+        "target_fpr": target_fpr,
+        "confidence": confidence,
+        "input": summary["input"],
+        "rows_read": summary["rows_read"],
+        "rows_scored": summary["rows_scored"],
+        "rows_rejected": summary["rows_rejected"],
+        "rejected_by_reason": summary["rejected_by_reason"],
+        "scan_policy": summary["scan_policy"],
+        "scores": SCORES_FILE,
+        "previous": {
+            **previous.as_dict(),
+            "target_fpr": meta.get("target_fpr"),
+            "tuned": "traffic_threshold" in meta,
+        },
+        "chosen": chosen.as_dict(),
+        "gatebench_version": summary["gatebench_version"],
+    }
+    new_meta = {**meta, "threshold": chosen.threshold, "target_fpr": target_fpr}
+    write_json(partial / MANIFEST, {**new_meta, "traffic_threshold": record})
+    return record
