@@ -25,7 +25,7 @@ from gatebench.conversation import (
     score_conversations,
 )
 from gatebench.detectors import check_scores, score_detector
-from gatebench.modeldir import load_model
+from gatebench.modeldir import load_model, shipped_rule
 
 __all__ = ["ServeSettings", "ServedModel", "served_model"]
 
@@ -214,6 +214,7 @@ def served_model(model_dir: Path, settings: ServeSettings | None = None) -> Serv
         ),
         "trace_id": loaded.meta.get("trace_id"),
         "target_fpr": loaded.meta.get("target_fpr"),
+        "threshold_rule": shipped_rule(loaded.meta),
         "detector_spec": loaded.meta.get("detector"),
         "heads": list(getattr(loaded.detector, "head_names", []) or []),
     }

@@ -25,6 +25,7 @@ from gatebench.cli import app
 from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.errors import ConfigError
 from gatebench.modeldir import MANIFEST, load_model, save_model, shipped_rule
+from gatebench.served import served_model
 
 runner = CliRunner()
 
@@ -150,6 +151,9 @@ def test_new_model_ships_the_bounded_threshold(
     assert record["previous"]["flagged"] == int((scores >= 0.5).sum())
     # The sample is flagged at 0.5 far more often than the target allows: the threshold rises.
     assert record["previous"]["fpr_upper"] > 0.02 and loaded.threshold > 0.5
+    info = served_model(out).info()
+    assert info["threshold"] == loaded.threshold and info["target_fpr"] == 0.02
+    assert info["threshold_rule"] == shipped_rule(loaded.meta)
     # Bulk scoring with the new directory flags what the record says.
     summary = score_file(out, traffic, tmp_path / "again.parquet")
     assert summary["flagged"] == record["chosen"]["flagged"]
