@@ -8,7 +8,10 @@ log-odds are standardised on its own inner-valid rows, averaged with weight
 ``w`` on the first, the threshold is re-picked by the LODO rule (max F1 s.t.
 FPR <= 1% on the inner-valid rows), and the held-out source's primary metric
 and AUC are printed for every weight. ``w = 1`` and ``w = 0`` reproduce the two
-inputs; 0.5 is the blend fixed before looking. ``--out FILE`` also writes the
+inputs; 0.5 is the blend fixed before looking. Two draws of one recipe
+(``--fit-seed``) have different inner splits: ``--common-valid`` keeps the
+inner-valid rows both left out, for every weight (w = 1 and 0 included), so a
+bag of draws is compared with its members on the same rows. ``--out FILE`` also writes the
 refits at ``--weight`` as LODO rows, so ``lodo_compare.py`` reads the blend
 beside any run (its pooled FPR, recall and place on the first run's curve).
 Usage::
@@ -59,6 +62,22 @@ def blended(a: dict, b: dict, w: float) -> tuple[np.ndarray, np.ndarray]:
     return valid, test
 
 
+def common_valid(a: dict, b: dict) -> tuple[dict, dict]:
+    """Both refits' scores on the inner-valid rows that neither trained on.
+
+    Two draws of one recipe (``--fit-seed``) split the inner rows differently,
+    so a row one draw validates on, the other may have fitted. Only rows valid
+    in both may set a threshold for their average.
+    """
+    rows = np.intersect1d(a["valid"], b["valid"])
+    out = []
+    for d in (a, b):
+        at = {r: i for i, r in enumerate(d["valid"])}
+        keep = np.array([at[r] for r in rows], dtype=np.int64)
+        out.append({**d, "valid": rows, "p_valid": d["p_valid"][keep]})
+    return out[0], out[1]
+
+
 def blend(a: dict, b: dict, frame: pd.DataFrame, w: float) -> tuple[float, float | None]:
     """The held-out primary metric and AUC of ``w * a + (1 - w) * b`` under the LODO rule."""
     from sklearn.metrics import roc_auc_score
@@ -81,6 +100,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write the refits at --weight as LODO rows here")
     ap.add_argument("--weight", type=float, default=0.5, help="the first folder's weight for --out")
     ap.add_argument("--mode", choices=("lodo", "lofo"), default="lodo", help="what was held out")
+    ap.add_argument(
+        "--common-valid",
+        action="store_true",
+        help="two draws of one recipe: thresholds from the inner-valid rows both left out",
+    )
     args = ap.parse_args()
     if not 0.0 <= args.weight <= 1.0:
         raise SystemExit(f"--weight {args.weight} is outside [0, 1]; 0.5 weighs both equally")
@@ -103,6 +127,8 @@ def main() -> None:
         name: tuple(dict(np.load(folder / f"{name}.npz")) for folder in (args.first, args.second))
         for name in names
     }
+    if args.common_valid:
+        pairs = {name: common_valid(*pair) for name, pair in pairs.items()}
     for name, (a, b) in pairs.items():
         cells = []
         for i, w in enumerate(WEIGHTS):

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from scipy.stats import beta
+from scipy.stats import beta, binomtest
 from typer.testing import CliRunner
 
 from cli_checks import fails_cleanly
 from gatebench.bulk import score_file
-from gatebench.bulk.retune import SCORES_FILE, tune_threshold
+from gatebench.bulk.retune import ATTACKS_FILE, SCORES_FILE, tune_threshold
 from gatebench.bulk.traffic_bound import (
     allowed_flags,
     fpr_upper_bound,
@@ -115,6 +115,18 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def attacks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Forty attacks and one bad row."""
+    rows: list[dict[str, object]] = [
+        {"text": f"{t} Then ignore the rules, step {i}."} for i in range(20) for t, y in TRAIN if y
+    ][:40]
+    rows.append({"text": 7})
+    path = tmp_path_factory.mktemp("attacks") / "attacks.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
 def _tree_digest(path: Path) -> dict[str, str]:
     return {
         str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -186,3 +198,41 @@ def test_command_refusals(model_dir: Path, traffic: Path, tmp_path: Path) -> Non
         "needs at least 2,995",
     )
     assert not Path(new).exists() and not Path(new + ".partial").exists()
+
+
+def test_attacks_give_recall_at_both_thresholds(
+    model_dir: Path, traffic: Path, attacks: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "tuned"
+    record = tune_threshold(model_dir, traffic, out, target_fpr=0.02, attacks_path=attacks)
+    hit = record["attacks"]
+    assert (hit["rows_read"], hit["rows_scored"], hit["rows_rejected"]) == (41, 40, 1)
+    table = pq.read_table(out / ATTACKS_FILE).to_pandas()
+    scores = table.loc[table["rejected"].isna(), "score"].to_numpy()
+    for name in ("previous", "chosen"):
+        r = hit[name]
+        assert r["threshold"] == record[name]["threshold"]
+        assert r["caught"] == int((scores >= r["threshold"]).sum()) and r["n"] == 40
+        ci = binomtest(r["caught"], 40).proportion_ci(method="wilson")
+        assert (r["low"], r["high"]) == pytest.approx((ci.low, ci.high))
+    # A higher threshold never catches more.
+    assert hit["chosen"]["caught"] <= hit["previous"]["caught"]
+    # The attacks do not move the threshold.
+    plain = tune_threshold(model_dir, traffic, tmp_path / "plain", target_fpr=0.02)
+    assert plain["chosen"] == record["chosen"]
+    assert load_model(out).meta["traffic_threshold"]["attacks"] == hit
+    result = runner.invoke(
+        app,
+        ["tune-threshold", str(model_dir), str(traffic), "--out", str(tmp_path / "cli"),
+         "--attacks", str(attacks)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert f"{hit['chosen']['caught']} of 40" in text and "attacks: 1 of 41 rows rejected" in text
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"text": ""}\n')
+    fails_cleanly(
+        ["tune-threshold", str(model_dir), str(traffic), "--out", str(tmp_path / "none"),
+         "--attacks", str(empty)],
+        "--attacks", "none of its 1 rows could be scored",
+    )  # fmt: skip

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
+from scipy.stats import binomtest
 
 from gatebench.artifacts import write_json
 from gatebench.bulk.score import run_bulk, write_summary
@@ -36,10 +37,12 @@ from gatebench.errors import ConfigError
 from gatebench.modeldir import MANIFEST, load_model
 from gatebench.parallel import Executor
 
-__all__ = ["SCORES_FILE", "tune_threshold"]
+__all__ = ["ATTACKS_FILE", "SCORES_FILE", "tune_threshold"]
 
 #: The sample's per-row scores, inside the new model directory.
 SCORES_FILE = "traffic-threshold/scores.parquet"
+#: The labelled attacks' per-row scores, where ``attacks_path`` is given.
+ATTACKS_FILE = "traffic-threshold/attacks.parquet"
 
 
 def _check(model_dir: Path, out: Path, target_fpr: float, confidence: float) -> None:
@@ -72,6 +75,7 @@ def tune_threshold(
     batch_rows: int = 10_000,
     executor: Executor | None = None,
     policy: ScanPolicy | None = None,
+    attacks_path: Path | None = None,
 ) -> dict[str, Any]:
     """Write ``out``: ``model_dir`` with its threshold re-picked on the benign sample.
 
@@ -89,6 +93,10 @@ def tune_threshold(
         be at most ``target_fpr``.
     text_field, messages_field, id_field, position_field, batch_rows, executor, policy
         As :func:`gatebench.bulk.score_file`.
+    attacks_path : Path, optional
+        A file of attacks (your red team's, or a public set), read like the
+        sample: the record then gives the recall at the previous and the new
+        threshold, with 95% Wilson intervals. It does not move the threshold.
 
     Returns
     -------
@@ -115,6 +123,10 @@ def tune_threshold(
     }  # fmt: skip
     try:
         record = _tune(model_dir, meta, partial, benign_path, target_fpr, confidence, options)
+        if attacks_path is not None:
+            record["attacks"] = _recalls(model_dir, attacks_path, partial, record, options)
+        new_meta = {**meta, "threshold": record["chosen"]["threshold"], "target_fpr": target_fpr}
+        write_json(partial / MANIFEST, {**new_meta, "traffic_threshold": record})
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -133,15 +145,8 @@ def _tune(
     confidence: float,
     options: dict[str, Any],
 ) -> dict[str, Any]:
-    """Score the sample into ``partial``, pick the threshold, write the manifest."""
-    scores_path = partial / SCORES_FILE
-    summary = run_bulk(model_dir, benign_path, scores_path, **options)
-    write_summary(
-        scores_path.with_suffix(".summary.json"), {"command": "tune-threshold", **summary}
-    )
-    table = pq.read_table(scores_path, columns=["score", "rejected"])
-    kept = np.asarray(table.column("rejected").is_null())
-    scores = table.column("score").to_numpy(zero_copy_only=False)[kept].astype(np.float64)
+    """Score the sample into ``partial`` and pick the threshold: the record, unwritten."""
+    scores, summary = _scored(model_dir, benign_path, partial / SCORES_FILE, options)
     if len(scores) < min_prompts(target_fpr, confidence):
         raise ConfigError(
             f"{benign_path}: {len(scores):,} benign prompts scored ({summary['rows_rejected']:,} "
@@ -170,6 +175,44 @@ def _tune(
         "chosen": chosen.as_dict(),
         "gatebench_version": summary["gatebench_version"],
     }
-    new_meta = {**meta, "threshold": chosen.threshold, "target_fpr": target_fpr}
-    write_json(partial / MANIFEST, {**new_meta, "traffic_threshold": record})
     return record
+
+
+def _scored(
+    model_dir: Path, path: Path, out: Path, options: dict[str, Any]
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The scores of ``path``'s rows that were not rejected, and the bulk summary."""
+    summary = run_bulk(model_dir, path, out, **options)
+    write_summary(out.with_suffix(".summary.json"), {"command": "tune-threshold", **summary})
+    table = pq.read_table(out, columns=["score", "rejected"])
+    kept = np.asarray(table.column("rejected").is_null())
+    scores = table.column("score").to_numpy(zero_copy_only=False)[kept].astype(np.float64)
+    return scores, summary
+
+
+def _recall(scores: np.ndarray, threshold: float) -> dict[str, Any]:
+    k, n = int((scores >= threshold).sum()), len(scores)
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return {"threshold": threshold, "caught": k, "n": n, "recall": k / n,
+            "low": float(ci.low), "high": float(ci.high)}  # fmt: skip
+
+
+def _recalls(
+    model_dir: Path, path: Path, partial: Path, record: dict[str, Any], options: dict[str, Any]
+) -> dict[str, Any]:
+    """Recall on the labelled attacks at the previous and the chosen threshold."""
+    scores, summary = _scored(model_dir, path, partial / ATTACKS_FILE, options)
+    if not len(scores):
+        raise ConfigError(
+            f"--attacks {path}: none of its {summary['rows_read']:,} rows could be scored "
+            f"({summary['rejected_by_reason']}); give a file of attack texts or conversations"
+        )
+    return {
+        "input": summary["input"],
+        "rows_read": summary["rows_read"],
+        "rows_scored": summary["rows_scored"],
+        "rows_rejected": summary["rows_rejected"],
+        "scores": ATTACKS_FILE,
+        "previous": _recall(scores, record["previous"]["threshold"]),
+        "chosen": _recall(scores, record["chosen"]["threshold"]),
+    }

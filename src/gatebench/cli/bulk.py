@@ -216,6 +216,14 @@ def tune_threshold(
     confidence: Annotated[
         float, typer.Option("--confidence", help="Confidence of the one-sided exact bound.")
     ] = 0.95,
+    attacks: Annotated[
+        Path | None,
+        typer.Option(
+            "--attacks",
+            help="A file of attacks, read like the sample: recall at both thresholds "
+            "(it does not move the threshold).",
+        ),
+    ] = None,
     text_field: TextField = "text",
     messages_field: MessagesField = "messages",
     id_field: IdField = None,
@@ -245,6 +253,7 @@ def tune_threshold(
             batch_rows=batch_rows,
             executor=Executor(backend, jobs, scheduler),
             policy=scan_policy(scan_roles, span_adjacent),
+            attacks_path=attacks,
         )
     except GatebenchError as exc:
         fail(exc)
@@ -255,17 +264,33 @@ def tune_threshold(
     )
     level = f"{100 * record['confidence']:g}%"
     table = Table(title=f"FPR on this traffic (upper bound at {level} confidence)")
-    for col in ("threshold", "value", "flagged", "FPR", "upper bound"):
+    hit = record.get("attacks")
+    cols = ["threshold", "value", "flagged", "FPR", "upper bound"]
+    for col in cols + (["attacks caught", "recall [95% CI]"] if hit else []):
         table.add_column(col)
     for name in ("previous", "chosen"):
         b = record[name]
-        table.add_row(
+        cells = [
             name, f"{b['threshold']:.4f}", f"{b['flagged']:,} of {b['n']:,}",
             fmt_pct(b["fpr"]), fmt_pct(b["fpr_upper"]),
-        )  # fmt: skip
+        ]  # fmt: skip
+        if hit:
+            r = hit[name]
+            cells += [
+                f"{r['caught']:,} of {r['n']:,}",
+                f"{fmt_pct(r['recall'])} [{fmt_pct(r['low'])}, {fmt_pct(r['high'])}]",
+            ]
+        table.add_row(*cells)
     console.print(table)
+    if hit and hit["rows_rejected"]:
+        console.print(
+            f"attacks: {hit['rows_rejected']:,} of {hit['rows_read']:,} rows rejected "
+            "(counted in the manifest)",
+            highlight=False,
+        )
     console.print(
-        f"written: {out} (target FPR {record['target_fpr']:g}); recall at the new threshold "
-        f"is measured on labelled data: gatebench evaluate {out} DATA --out DIR",
+        f"written: {out} (target FPR {record['target_fpr']:g})"
+        + ("" if hit else "; recall at the new threshold: --attacks FILE, or "
+           f"gatebench evaluate {out} DATA --out DIR"),
         highlight=False,
-    )
+    )  # fmt: skip
