@@ -149,7 +149,7 @@ def main() -> None:
               f"{r['met_target']:.2f} | {recall} |")  # fmt: skip
     print(f"the command on the pooled first half: {report['command']}")
     if args.out:
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
 
 
 if __name__ == "__main__":
