@@ -15,8 +15,8 @@ and a ``traffic_threshold`` record of what chose it (the sample's digest,
 rows read, scored and rejected, the bound at the previous and the new
 threshold). The sample's per-row scores stay beside it as evidence. The input
 model directory is never changed. Attacks left in the sample raise the
-threshold: the FPR bound then still holds, at a cost in recall that only a
-labelled set measures (``gatebench evaluate NEW_DIR ...``).
+threshold: the FPR bound then still holds, at a cost in recall that only
+attacks measure (``attacks_path``, or ``gatebench evaluate NEW_DIR ...``).
 """
 
 from __future__ import annotations
