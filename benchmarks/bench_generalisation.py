@@ -220,6 +220,7 @@ def trace_frame(**spec: Any) -> pd.DataFrame:
         "twins": run.twins,
         "persona_twins": run.persona_twins,
         "persona_halves": run.persona_halves,
+        "quote_twins": run.quote_twins,
         "documents": run.documents,
     }
     data_dir = os.environ.get("GATEBENCH_DATA")
@@ -360,6 +361,7 @@ def main() -> None:
         ("--embedded", "embedded", "embedded injections"),
         ("--twins", "twins", "constructed benign twins"),
         ("--persona-twins", "persona_twins", "constructed persona pairs"),
+        ("--quote-twins", "quote_twins", "constructed quoted attacks"),
     ):
         ap.add_argument(
             flag, type=int, default=getattr(run, attr), help=f"{what} (default %(default)s)"
@@ -408,6 +410,7 @@ def main() -> None:
         twins=args.twins,
         persona_twins=args.persona_twins,
         persona_halves=args.persona_halves,
+        quote_twins=args.quote_twins,
         caps=parse_caps(args.cap),
         documents=args.documents,
     )

@@ -49,6 +49,7 @@ class RunConfig(BaseModel):
     twins: int = 3000
     persona_twins: int = 0
     persona_halves: str = "both"
+    quote_twins: int = 0
     documents: bool = False
     chunk_chars: int = 4000
     chunk_overlap: int = 400
@@ -154,6 +155,7 @@ class RunConfig(BaseModel):
                 "twins",
                 "persona_twins",
                 "persona_halves",
+                "quote_twins",
                 "documents",
             )
         }

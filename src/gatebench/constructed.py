@@ -2,7 +2,7 @@
 
 Constructed rows are training rows made from loaded ones. They are never a
 source to hold out or to score. Those whose text contains a host row's text
-(twins, persona pairs) must leave every refit that holds their host's source
+(twins, persona pairs, quoted attacks) must leave every refit that holds their host's source
 out, or the held-out text would be trained on; a persona row also carries a
 frame sentence, whose source its id names, and leaves with that source too.
 Embedded injections carry a payload no column records, so refits that hold
@@ -16,13 +16,14 @@ import pandas as pd
 
 from gatebench.augment import EMBEDDED_SOURCE
 from gatebench.persona import PERSONA_SOURCE, persona_frame_source
+from gatebench.quotes import QUOTES_SOURCE
 from gatebench.twins import TWINS_SOURCE
 
 __all__ = ["CONSTRUCTED_SOURCES", "HOSTED_SOURCES", "built_from", "hosted_by"]
 
-CONSTRUCTED_SOURCES = (EMBEDDED_SOURCE, TWINS_SOURCE, PERSONA_SOURCE)
+CONSTRUCTED_SOURCES = (EMBEDDED_SOURCE, TWINS_SOURCE, PERSONA_SOURCE, QUOTES_SOURCE)
 #: Constructed rows whose parent is the host row their text was built from.
-HOSTED_SOURCES = (TWINS_SOURCE, PERSONA_SOURCE)
+HOSTED_SOURCES = (TWINS_SOURCE, PERSONA_SOURCE, QUOTES_SOURCE)
 
 
 def built_from(frame: pd.DataFrame) -> np.ndarray:

@@ -33,6 +33,7 @@ from gatebench.persona import (
     PERSONA_SOURCE,
     persona_pairs,
 )
+from gatebench.quotes import QUOTES_DESCRIPTION, QUOTES_SOURCE, quote_twins
 from gatebench.seeding import child_seed, child_sequence
 from gatebench.split import GroupResult, LSHParams, group_keys
 from gatebench.text import text_hash
@@ -143,6 +144,12 @@ class TraceSpec:
     persona_halves : str
         Which rows of each persona pair are built: ``both`` (the default) or
         ``benign`` (the frame before a benign request only).
+    quote_twins : int
+        Constructed benign training rows: a short English training attack
+        quoted inside a benign question about it (:mod:`gatebench.quotes`); 0
+        (the default) for none. Measured by LODO they lowered the
+        harmful-request sources' ranking (benchmarks/RESULTS.md), so they are
+        opt-in.
     documents : bool
         Keep the training corpora's benign documents (rows at a tool or
         document position: worked solutions, threat reports, completed
@@ -164,6 +171,7 @@ class TraceSpec:
     twins: int = 3000
     persona_twins: int = 0
     persona_halves: str = "both"
+    quote_twins: int = 0
     documents: bool = False
     files: FileOptions = field(default_factory=FileOptions)
     paths: dict[str, str] = field(default_factory=dict)
@@ -192,6 +200,10 @@ class TraceSpec:
         if self.persona_twins < 0:
             raise ConfigError(
                 f"persona_twins={self.persona_twins} must be 0 (none) or a positive count of pairs"
+            )
+        if self.quote_twins < 0:
+            raise ConfigError(
+                f"quote_twins={self.quote_twins} must be 0 (none) or a positive count"
             )
         if self.persona_halves not in PERSONA_HALVES:
             raise ConfigError(
@@ -274,6 +286,8 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
         payload["persona_twins"] = spec.persona_twins
         if spec.persona_halves != "both":
             payload["persona_halves"] = spec.persona_halves
+    if spec.quote_twins:
+        payload["quote_twins"] = spec.quote_twins
     if spec.documents:
         payload["documents"] = True
     if spec.embedded and spec.embedded_payloads != "attacks":
@@ -544,6 +558,13 @@ def build_trace(
             PERSONA_DESCRIPTION,
         )
         languages = count_given_languages(languages, pairs)
+    quoted = quote_twins(frame, n=spec.quote_twins, seed=spec.seed)
+    if len(quoted):
+        frame = pd.concat([frame, quoted], ignore_index=True)
+        per_source[QUOTES_SOURCE] = constructed_source_counts(
+            spec.quote_twins, quoted, QUOTES_DESCRIPTION
+        )
+        languages = count_given_languages(languages, quoted)
     frame["label"] = frame["label"].astype("int8")
     frame["chunk"] = frame["chunk"].astype("int32")
     frame["n_chunks"] = frame["n_chunks"].astype("int32")

@@ -34,6 +34,7 @@ __all__ = [
     "LabelMap",
     "PersonaHalves",
     "PersonaTwins",
+    "QuoteTwins",
     "Roles",
     "Seed",
     "SkipMissing",
@@ -118,6 +119,14 @@ PersonaHalves = Annotated[
     typer.Option(
         "--persona-halves",
         help="Which rows of each --persona-twins pair are built: both (default) or benign.",
+    ),
+]
+QuoteTwins = Annotated[
+    int | None,
+    typer.Option(
+        "--quote-twins",
+        help="Constructed benign training rows: a training attack quoted inside a benign "
+        "question about it (default 0).",
     ),
 ]
 Documents = Annotated[
