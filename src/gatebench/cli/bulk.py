@@ -257,6 +257,11 @@ def tune_threshold(
         )
     except GatebenchError as exc:
         fail(exc)
+    _print_tuned(record, out)
+
+
+def _print_tuned(record: dict[str, Any], out: Path) -> None:
+    """The sample's counts, and the FPR (and recall) at the previous and the chosen threshold."""
     console.print(
         f"{record['rows_read']:,} rows read, {record['rows_scored']:,} benign prompts scored, "
         f"{record['rows_rejected']:,} rejected (counted in the manifest)",
@@ -265,7 +270,7 @@ def tune_threshold(
     level = f"{100 * record['confidence']:g}%"
     table = Table(title=f"FPR on this traffic (upper bound at {level} confidence)")
     hit = record.get("attacks")
-    cols = ["threshold", "value", "flagged", "FPR", "upper bound"]
+    cols = ["", "threshold", "flagged", "FPR", "upper bound"]
     for col in cols + (["attacks caught", "recall [95% CI]"] if hit else []):
         table.add_column(col)
     for name in ("previous", "chosen"):
