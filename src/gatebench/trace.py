@@ -550,6 +550,8 @@ def build_trace(
         per_source[TWINS_SOURCE] = constructed_source_counts(spec.twins, twins, TWINS_DESCRIPTION)
         languages = count_given_languages(languages, twins)
     pairs = persona_pairs(frame, n=spec.persona_twins, seed=spec.seed, halves=spec.persona_halves)
+    # From the same rows as the pairs: no constructed row hosts another.
+    quoted = quote_twins(frame, n=spec.quote_twins, seed=spec.seed)
     if len(pairs):
         frame = pd.concat([frame, pairs], ignore_index=True)
         per_source[PERSONA_SOURCE] = constructed_source_counts(
@@ -558,7 +560,6 @@ def build_trace(
             PERSONA_DESCRIPTION,
         )
         languages = count_given_languages(languages, pairs)
-    quoted = quote_twins(frame, n=spec.quote_twins, seed=spec.seed)
     if len(quoted):
         frame = pd.concat([frame, quoted], ignore_index=True)
         per_source[QUOTES_SOURCE] = constructed_source_counts(
