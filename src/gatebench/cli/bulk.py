@@ -60,6 +60,32 @@ BulkJobs = Annotated[
 ]
 
 
+def _reading(
+    text_field: str,
+    messages_field: str,
+    id_field: str | None,
+    position_field: str | None,
+    batch_rows: int,
+    backend: str,
+    scheduler: str | None,
+    jobs: int | None,
+    scan_roles: str,
+    span_adjacent: bool,
+) -> dict[str, Any]:
+    """How score, audit and tune-threshold read, split and scan a file, and where they score it."""
+    from gatebench.parallel import Executor
+
+    return {
+        "text_field": text_field,
+        "messages_field": messages_field,
+        "id_field": id_field,
+        "position_field": position_field,
+        "batch_rows": batch_rows,
+        "executor": Executor(backend, jobs, scheduler),
+        "policy": scan_policy(scan_roles, span_adjacent),
+    }
+
+
 def _print_bulk(summary: dict[str, Any], where: Path) -> None:
     t = summary["timing"]
     console.print(
@@ -118,21 +144,15 @@ def score(
     """Score a file of texts or conversations in partitions; writes OUT and OUT.summary.json."""
     from gatebench.bulk import score_file
     from gatebench.bulk.io import summary_path
-    from gatebench.parallel import Executor
 
     try:
         summary = score_file(
             model_dir,
             input_path,
             out,
-            text_field=text_field,
-            messages_field=messages_field,
-            id_field=id_field,
-            position_field=position_field,
-            batch_rows=batch_rows,
-            executor=Executor(backend, jobs, scheduler),
-            policy=scan_policy(scan_roles, span_adjacent),
-        )
+            **_reading(text_field, messages_field, id_field, position_field, batch_rows,
+                       backend, scheduler, jobs, scan_roles, span_adjacent),
+        )  # fmt: skip
     except GatebenchError as exc:
         fail(exc)
     _print_bulk(summary, out)
@@ -158,22 +178,16 @@ def audit(
     """Score a large file and cluster its near-duplicates (MinHash-LSH) with score spread."""
     from gatebench.bulk import audit_file
     from gatebench.config import RunConfig
-    from gatebench.parallel import Executor
 
     try:
         summary = audit_file(
             model_dir,
             input_path,
             out,
-            text_field=text_field,
-            messages_field=messages_field,
-            id_field=id_field,
-            position_field=position_field,
-            batch_rows=batch_rows,
-            executor=Executor(backend, jobs, scheduler),
-            policy=scan_policy(scan_roles, span_adjacent),
+            **_reading(text_field, messages_field, id_field, position_field, batch_rows,
+                       backend, scheduler, jobs, scan_roles, span_adjacent),
             seed=RunConfig().seed if seed is None else seed,
-        )
+        )  # fmt: skip
     except GatebenchError as exc:
         fail(exc)
     _print_bulk(summary, out)
@@ -237,7 +251,6 @@ def tune_threshold(
 ) -> None:
     """Re-pick a model's threshold on a sample of your benign traffic; writes a new model dir."""
     from gatebench.bulk.retune import tune_threshold as tune
-    from gatebench.parallel import Executor
 
     try:
         record = tune(
@@ -246,15 +259,10 @@ def tune_threshold(
             out,
             target_fpr=target_fpr,
             confidence=confidence,
-            text_field=text_field,
-            messages_field=messages_field,
-            id_field=id_field,
-            position_field=position_field,
-            batch_rows=batch_rows,
-            executor=Executor(backend, jobs, scheduler),
-            policy=scan_policy(scan_roles, span_adjacent),
+            **_reading(text_field, messages_field, id_field, position_field, batch_rows,
+                       backend, scheduler, jobs, scan_roles, span_adjacent),
             attacks_path=attacks,
-        )
+        )  # fmt: skip
     except GatebenchError as exc:
         fail(exc)
     _print_tuned(record, out)
