@@ -2,9 +2,10 @@
 
 Constructed rows are training rows made from loaded ones. They are never a
 source to hold out or to score. Those whose text contains a host row's text
-(twins, persona pairs, quoted attacks) must leave every refit that holds their host's source
-out, or the held-out text would be trained on; a persona row also carries a
-frame sentence, whose source its id names, and leaves with that source too.
+(twins, persona pairs, quoted attacks) must leave every refit that holds their
+host's source out, or the held-out text would be trained on; a persona row
+also carries a frame sentence, whose source its id names, and leaves with that
+source too.
 Embedded injections carry a payload no column records, so refits that hold
 sources out drop them all.
 """

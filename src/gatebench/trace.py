@@ -147,9 +147,9 @@ class TraceSpec:
     quote_twins : int
         Constructed benign training rows: a short English training attack
         quoted inside a benign question about it (:mod:`gatebench.quotes`); 0
-        (the default) for none. Measured by LODO they lowered the
-        harmful-request sources' ranking (benchmarks/RESULTS.md), so they are
-        opt-in.
+        (the default) for none. Measured by LODO they lowered the harm
+        benchmarks' ranking, and the shipped model gained less recall than two
+        draws differ by (benchmarks/RESULTS.md), so they are opt-in.
     documents : bool
         Keep the training corpora's benign documents (rows at a tool or
         document position: worked solutions, threat reports, completed
