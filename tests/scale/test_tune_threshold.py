@@ -169,6 +169,13 @@ def test_new_model_ships_the_bounded_threshold(
     # Bulk scoring with the new directory flags what the record says.
     summary = score_file(out, traffic, tmp_path / "again.parquet")
     assert summary["flagged"] == record["chosen"]["flagged"]
+    # A tuned model tuned again: its threshold is the previous one, and its own
+    # sample's scores replace the first sample's.
+    twice = tune_threshold(out, traffic, tmp_path / "twice", target_fpr=0.05)
+    assert twice["previous"]["tuned"] is True and record["previous"]["tuned"] is False
+    assert twice["previous"]["threshold"] == loaded.threshold
+    assert twice["previous"]["target_fpr"] == 0.02
+    assert load_model(tmp_path / "twice").threshold == twice["chosen"]["threshold"]
 
 
 def test_command_prints_both_thresholds(model_dir: Path, traffic: Path, tmp_path: Path) -> None:
