@@ -22,14 +22,15 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from bench_generalisation import trace_frame
 
 from gatebench.threshold import select_operating_point
 
 
-def _false_alarms(folder: Path, frame: object) -> list[tuple[str, int, float]]:
+def _false_alarms(folder: Path, frame: pd.DataFrame) -> list[tuple[str, int, float]]:
     """(held-out source, trace row, score) of each held-out benign prompt's flagged chunks."""
-    y = frame["label"].to_numpy(dtype=np.int64)  # type: ignore[index]
+    y = frame["label"].to_numpy(dtype=np.int64)
     out = []
     for path in sorted(folder.glob("*.npz")):
         d = dict(np.load(path))

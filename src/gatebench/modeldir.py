@@ -22,7 +22,14 @@ from typing import Any
 from gatebench.detectors import DETECTORS, Detector, DetectorSpec
 from gatebench.errors import ConfigError, SchemaError
 
-__all__ = ["MODEL_FORMAT", "LoadedModel", "load_model", "save_model", "shipped_rule"]
+__all__ = [
+    "MODEL_FORMAT",
+    "LoadedModel",
+    "load_model",
+    "read_manifest",
+    "save_model",
+    "shipped_rule",
+]
 
 MODEL_FORMAT = 1
 MANIFEST = "gatebench-model.json"
@@ -85,8 +92,8 @@ def shipped_rule(meta: dict[str, Any]) -> str | None:
     return op.get("rule") if isinstance(op, dict) else None
 
 
-def load_model(path: Path | str) -> LoadedModel:
-    """Read a model directory written by :func:`save_model`.
+def read_manifest(path: Path | str) -> dict[str, Any]:
+    """A model directory's checked manifest, without loading its detector.
 
     Raises
     ------
@@ -103,6 +110,20 @@ def load_model(path: Path | str) -> LoadedModel:
             "create one with `gatebench train`"
         ) from exc
     _check_manifest(meta, path / MANIFEST)
+    return dict(meta)
+
+
+def load_model(path: Path | str) -> LoadedModel:
+    """Read a model directory written by :func:`save_model`.
+
+    Raises
+    ------
+    SchemaError
+        If the directory is not a model directory or was written by an
+        incompatible gatebench version.
+    """
+    path = Path(path)
+    meta = read_manifest(path)
     factory = DETECTORS.get(meta["detector"]["name"])
     loader = getattr(factory, "load", None)
     if loader is None:

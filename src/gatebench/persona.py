@@ -37,7 +37,7 @@ import pandas as pd
 
 from gatebench.augment import constructed_row
 from gatebench.seeding import child_sequence
-from gatebench.twins import TRIGGER_WORDS, TWINS_SOURCE, _english_training, _ranked_words
+from gatebench.twins import TRIGGER_WORDS, _ranked_words, loaded_english
 
 __all__ = [
     "PERSONA_HALVES",
@@ -75,12 +75,6 @@ def persona_frame_source(sample_id: str) -> str:
     return parts[1] if len(parts) == 3 and parts[0] == PERSONA_SOURCE else ""
 
 
-def _loaded_english(frame: pd.DataFrame) -> pd.DataFrame:
-    """Single-chunk English training-corpus rows, none constructed (a twin is no one's host)."""
-    rows = _english_training(frame)
-    return rows[rows["source"] != TWINS_SOURCE]
-
-
 def persona_frames(frame: pd.DataFrame, trigger: set[str]) -> pd.DataFrame:
     """Persona frames of the benign English training rows: ``source`` and ``frame``.
 
@@ -91,7 +85,7 @@ def persona_frames(frame: pd.DataFrame, trigger: set[str]) -> pd.DataFrame:
     trigger : set of str
         Learned trigger words; a sentence holding one is not a frame.
     """
-    return _frames(_loaded_english(frame), trigger)
+    return _frames(loaded_english(frame), trigger)
 
 
 def _frames(rows: pd.DataFrame, trigger: set[str]) -> pd.DataFrame:
@@ -127,7 +121,7 @@ def persona_pairs(frame: pd.DataFrame, *, n: int, seed: int, halves: str = "both
     columns = list(frame.columns)
     if n <= 0:
         return pd.DataFrame(columns=columns)
-    rows = _loaded_english(frame)
+    rows = loaded_english(frame)
     # The lexicon of :func:`gatebench.twins.trigger_words`, learned before any twin existed.
     frames = _frames(rows, set(_ranked_words(rows, TRIGGER_WORDS)))
     lengths = rows["text"].str.len()

@@ -29,7 +29,7 @@ import pandas as pd
 
 from gatebench.augment import constructed_row
 from gatebench.seeding import child_sequence
-from gatebench.twins import TWINS_SOURCE, _english_training
+from gatebench.twins import loaded_english
 
 __all__ = ["QUOTES_DESCRIPTION", "QUOTES_SOURCE", "QUOTE_FRAMES", "quote_twins"]
 
@@ -63,8 +63,8 @@ def quote_twins(frame: pd.DataFrame, *, n: int, seed: int) -> pd.DataFrame:
         Trace root seed.
     """
     columns = list(frame.columns)
-    rows = _english_training(frame)
-    rows = rows[(rows["source"] != TWINS_SOURCE) & (rows["label"] == 1)]
+    rows = loaded_english(frame)
+    rows = rows[rows["label"] == 1]
     hosts = rows[rows["text"].str.len().between(MIN_HOST_CHARS, MAX_HOST_CHARS)]
     if n <= 0 or hosts.empty:
         return pd.DataFrame(columns=columns)

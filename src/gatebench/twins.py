@@ -35,7 +35,7 @@ import pandas as pd
 from gatebench.augment import constructed_row
 from gatebench.seeding import child_sequence
 
-__all__ = ["TWINS_SOURCE", "benign_twins", "trigger_words"]
+__all__ = ["TWINS_SOURCE", "benign_twins", "loaded_english", "trigger_words"]
 
 TWINS_SOURCE = "benign-twins"
 TWINS_DESCRIPTION = "benign English training prompts with learned trigger words inserted"
@@ -63,6 +63,12 @@ def _english_training(frame: pd.DataFrame) -> pd.DataFrame:
         & (frame["position"].fillna("user") == "user")
     )
     return frame[keep]
+
+
+def loaded_english(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`_english_training` rows that no twin is: the hosts other constructed rows read."""
+    rows = _english_training(frame)
+    return rows[rows["source"] != TWINS_SOURCE]
 
 
 def trigger_words(frame: pd.DataFrame, k: int = TRIGGER_WORDS) -> list[str]:

@@ -31,10 +31,10 @@ from scipy.stats import binomtest
 
 from gatebench.artifacts import write_json
 from gatebench.bulk.score import run_bulk, write_summary
-from gatebench.bulk.traffic_bound import bound_at, min_prompts, traffic_bound
+from gatebench.bulk.traffic_bound import allowed_flags, bound_at, min_prompts, traffic_bound
 from gatebench.conversation import ScanPolicy
 from gatebench.errors import ConfigError
-from gatebench.modeldir import MANIFEST, load_model
+from gatebench.modeldir import MANIFEST, read_manifest
 from gatebench.parallel import Executor
 
 __all__ = ["ATTACKS_FILE", "SCORES_FILE", "tune_threshold"]
@@ -110,7 +110,8 @@ def tune_threshold(
         (the message gives the rows needed).
     """
     _check(model_dir, out, target_fpr, confidence)
-    meta = load_model(model_dir).meta
+    # The manifest alone: the workers load the detector, once each.
+    meta = read_manifest(model_dir)
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(
@@ -147,7 +148,7 @@ def _tune(
 ) -> dict[str, Any]:
     """Score the sample into ``partial`` and pick the threshold: the record, unwritten."""
     scores, summary = _scored(model_dir, benign_path, partial / SCORES_FILE, options)
-    if len(scores) < min_prompts(target_fpr, confidence):
+    if allowed_flags(len(scores), target_fpr, confidence) < 0:
         raise ConfigError(
             f"{benign_path}: {len(scores):,} benign prompts scored ({summary['rows_rejected']:,} "
             f"of {summary['rows_read']:,} rows rejected); an FPR bound of {target_fpr:g} at "
