@@ -119,8 +119,8 @@ def load_model(path: Path | str) -> LoadedModel:
     Raises
     ------
     SchemaError
-        If the directory is not a model directory or was written by an
-        incompatible gatebench version.
+        As :func:`read_manifest`, or if the detector's state is missing or
+        cannot be loaded.
     """
     path = Path(path)
     meta = read_manifest(path)
