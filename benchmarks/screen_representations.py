@@ -15,7 +15,11 @@ reads), ``static@DIR`` (a table distilled by the same recipe from the
 sentence-transformers model in folder ``DIR``, to try another encoder on the
 fast path), ``multilingual`` (USE multilingual v3, Gate's opt-in head), or both
 side by side (``static+multilingual``). Vectors are read through Gate's
-embedding cache. ``char`` and ``word`` are the hashed n-gram counts of Gate's
+embedding cache. ``minilm@L`` is the whole MiniLM (fp32, 128 tokens, as the
+deferred stage reads) mean-pooled at layer ``L`` (0: the token embeddings, 6:
+the sentence embedding), and ``minilm-max@L`` max-pooled; each vector is
+L2-normalised, and all layers come from one pass, cached beside the trace's
+vectors. ``char`` and ``word`` are the hashed n-gram counts of Gate's
 two lexical heads, each read by its own head (SGD logistic regression on
 TF-IDF, NB-SVM) instead of the screen's model. ``--min-sources K`` keeps, per
 refit, only the n-gram buckets that occur in at least ``K`` of its training
@@ -71,15 +75,68 @@ def _vectors(name: str, texts: list[str]) -> Any:
         from gatebench.gate.static_embed import StaticEmbedder
 
         return StaticEmbedder(*_distil_from(name.partition("@")[2])).encode(texts)
+    if name.startswith(("minilm@", "minilm-max@")):
+        pooled, _, layer = name.partition("@")
+        mean, peak = _minilm_layers(texts)
+        return (peak if pooled == "minilm-max" else mean)[:, int(layer)].astype(np.float32)
     if name == "multilingual":
         from gatebench.gate.multilingual import MultilingualEncoder
 
         enc = MultilingualEncoder(max_chars=1000)
         return VectorCache(DEFAULT_CACHE_DIR, enc.fingerprint()).get_or_compute(texts, enc.encode)
     raise SystemExit(
-        f"unknown representation {name!r}: use static, static@DIR, multilingual (or both with +), "
-        "char or word"
+        f"unknown representation {name!r}: use static, static@DIR, multilingual, minilm@L, "
+        "minilm-max@L (any of them joined with +), char or word"
     )
+
+
+def _minilm_layers(texts: list[str], max_tokens: int = 128) -> tuple[np.ndarray, np.ndarray]:
+    """Every MiniLM layer of every text, mean- and max-pooled: ``(n, 7, 384)`` float16 each.
+
+    Why every layer: the sentence embedding (layer 6) is trained to place texts
+    by meaning, i.e. by topic; lower layers keep more of a text's form, which is
+    where a request and a question about the same topic differ.
+    """
+    import hashlib
+    from pathlib import Path
+
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
+    stem = Path(".cache/gatebench") / f"screen-minilm-layers-{max_tokens}-{digest.hexdigest()[:12]}"
+    mean_file, max_file = stem.with_suffix(".mean.npy"), stem.with_suffix(".max.npy")
+    if mean_file.is_file() and max_file.is_file():
+        return np.load(mean_file), np.load(max_file)
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from gatebench.gate.static_embed import minilm_path
+
+    tok = AutoTokenizer.from_pretrained(str(minilm_path()))
+    model = AutoModel.from_pretrained(str(minilm_path())).eval()
+    mean = np.zeros((len(texts), 7, 384), dtype=np.float16)
+    peak = np.zeros_like(mean)
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    with torch.inference_mode():
+        for start in range(0, len(texts), 64):
+            rows = order[start : start + 64]
+            enc = tok(
+                [texts[i] for i in rows],
+                truncation=True,
+                max_length=max_tokens,
+                padding=True,
+                return_tensors="pt",
+            )
+            hidden = torch.stack(model(**enc, output_hidden_states=True).hidden_states, dim=1)
+            mask = enc["attention_mask"][:, None, :, None].to(hidden.dtype)
+            avg = (hidden * mask).sum(2) / mask.sum(2)
+            top = hidden.masked_fill(mask == 0, float("-inf")).amax(2)
+            for out, val in ((mean, avg), (peak, top)):
+                out[rows] = torch.nn.functional.normalize(val, dim=-1).numpy().astype(np.float16)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    np.save(mean_file, mean)
+    np.save(max_file, peak)
+    return mean, peak
 
 
 def _distil_from(folder: str, dims: int = 256) -> tuple[np.ndarray, str]:
