@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -23,9 +24,10 @@ from gatebench.bulk.traffic_bound import (
 )
 from gatebench.cli import app
 from gatebench.detectors import DetectorSpec, make_detector
-from gatebench.errors import ConfigError
+from gatebench.errors import ConfigError, DataError
 from gatebench.modeldir import MANIFEST, load_model, save_model, shipped_rule
 from gatebench.served import served_model
+from gatebench.trace import TraceSpec, build_trace
 
 runner = CliRunner()
 
@@ -36,6 +38,16 @@ TRAIN = [
     ("What is the capital of France?", 0),
     ("Write a short poem about autumn leaves.", 0),
     ("How do I bake sourdough bread at home?", 0),
+]
+#: Long training texts, so that a near-duplicate of one is a MinHash match.
+LONG = [
+    (
+        "Our quarterly garden report covers the weather, the soil, the compost heap, the new "
+        f"greenhouse and the tomato beds; section {i} lists what was planted, what failed, "
+        "what the volunteers learned, and the budget for seeds and tools next spring.",
+        0,
+    )
+    for i in range(3)
 ]
 WORDS = [
     "the",
@@ -90,13 +102,35 @@ def test_too_few_prompts_and_saturated_scores_are_refused() -> None:
         traffic_bound(np.r_[np.ones(10), np.zeros(990)], 0.01, 0.95)
 
 
+def _fitted(rows: list[tuple[str, int]]) -> Any:
+    det = make_detector(DetectorSpec("tfidf-lr", {}), seed=0)
+    det.fit([t for t, _ in rows] * 3, np.tile([y for _, y in rows], 3))
+    return det
+
+
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model trained on a trace of one user file, recorded as `gatebench train` records it."""
+    folder = tmp_path_factory.mktemp("model")
+    train = folder / "train.jsonl"
+    rows = [{"text": t, "label": "attack" if y else "benign"} for t, y in TRAIN + LONG]
+    train.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    trace = build_trace(TraceSpec(sources=(str(train),)))
+    return save_model(
+        _fitted(TRAIN + LONG), folder / "tfidf", spec=DetectorSpec("tfidf-lr", {}),
+        threshold=0.5, target_fpr=0.01, trace_id=trace.trace_id,
+        extra={"trace_spec": trace.info["spec"]},
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def untraced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model directory that records no training trace."""
+    path = tmp_path_factory.mktemp("untraced") / "tfidf"
     spec = DetectorSpec("tfidf-lr", {})
-    det = make_detector(spec, seed=0)
-    det.fit([t for t, _ in TRAIN] * 3, np.tile([y for _, y in TRAIN], 3))
-    path = tmp_path_factory.mktemp("model") / "tfidf"
-    return save_model(det, path, spec=spec, threshold=0.5, target_fpr=0.01, trace_id=None)
+    return save_model(
+        _fitted(TRAIN), path, spec=spec, threshold=0.5, target_fpr=0.01, trace_id=None
+    )
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +235,7 @@ def test_command_refusals(model_dir: Path, traffic: Path, tmp_path: Path) -> Non
     fails_cleanly(
         [*base, "--out", new, "--target-fpr", "0.001"],
         str(traffic),
-        "602 benign prompts scored (3 of 605 rows rejected)",
+        "602 benign prompts to pick on (3 of 605 rows rejected, 0 set aside as trained on)",
         "needs at least 2,995",
     )
     assert not Path(new).exists() and not Path(new + ".partial").exists()
@@ -241,5 +275,62 @@ def test_attacks_give_recall_at_both_thresholds(
     fails_cleanly(
         ["tune-threshold", str(model_dir), str(traffic), "--out", str(tmp_path / "none"),
          "--attacks", str(empty)],
-        "--attacks", "none of its 1 rows could be scored",
+        "--attacks", "none of its 1 rows could be used",
     )  # fmt: skip
+
+
+def test_rows_the_model_trained_on_are_set_aside(
+    model_dir: Path, untraced: Path, traffic: Path, tmp_path: Path
+) -> None:
+    # The traffic, then two training texts verbatim, a near-duplicate of a long one (one word
+    # changed), and a conversation whose one scanned message is a training text.
+    extra = [
+        {"text": TRAIN[3][0]},
+        {"text": LONG[1][0]},
+        {"text": LONG[2][0].replace("volunteers", "neighbours")},
+        {"messages": [{"role": "system", "content": "be brief"},
+                      {"role": "user", "content": TRAIN[4][0]}]},
+        {"text": "A garden report about something else entirely, and short."},
+    ]  # fmt: skip
+    sample = tmp_path / "sample.jsonl"
+    lines = traffic.read_text(encoding="utf-8").splitlines()
+    sample.write_text("\n".join([*lines, *map(json.dumps, extra)]) + "\n", encoding="utf-8")
+    record = tune_threshold(model_dir, sample, tmp_path / "tuned", target_fpr=0.02)
+    assert record["overlap"]["checked"] is True and record["overlap"]["rows"] == 4
+    assert record["rows_scored"] == 607 and record["rows_trained_on"] == 4
+    assert record["rows_used"] == 603
+    # The threshold is the rule's on the rows left: the traffic's and the unrelated text.
+    table = pq.read_table(tmp_path / "tuned" / SCORES_FILE).to_pandas()
+    used = table["rejected"].isna() & ~table["row"].isin([605, 606, 607, 608])
+    want = traffic_bound(table.loc[used, "score"].to_numpy(), 0.02, 0.95)
+    assert record["chosen"]["threshold"] == want.threshold
+    assert record["chosen"]["n"] == 603
+    # --keep-overlap uses every row, and says so.
+    kept = tune_threshold(model_dir, sample, tmp_path / "kept", target_fpr=0.02, keep_overlap=True)
+    assert kept["overlap"]["checked"] is False and kept["rows_used"] == 607
+    assert kept["rows_trained_on"] == 0 and kept["chosen"]["n"] == 607
+    result = runner.invoke(
+        app, ["tune-threshold", str(model_dir), str(sample), "--out", str(tmp_path / "cli")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "4 set aside as trained on" in " ".join(result.output.split())
+    # Attacks the model trained on are set aside from the recall too.
+    attacks = tmp_path / "attacks.jsonl"
+    attacks.write_text("".join(json.dumps({"text": t}) + "\n" for t, y in TRAIN if y))
+    fails_cleanly(
+        ["tune-threshold", str(model_dir), str(traffic), "--out", str(tmp_path / "hit"),
+         "--attacks", str(attacks)],
+        "none of its 3 rows could be used", "3 trained on",
+    )  # fmt: skip
+    # A model that records no training trace cannot be checked: the error names the way out.
+    with pytest.raises(DataError, match="--keep-overlap"):
+        tune_threshold(untraced, traffic, tmp_path / "untraced", target_fpr=0.02)
+    assert not (tmp_path / "untraced").exists()
+    fails_cleanly(
+        ["tune-threshold", str(untraced), str(traffic), "--out", str(tmp_path / "u2")],
+        "does not record the trace it was trained on", "--keep-overlap",
+    )  # fmt: skip
+    plain = ["tune-threshold", str(untraced), str(traffic), "--out", str(tmp_path / "u3")]
+    result = runner.invoke(app, [*plain, "--keep-overlap", "--target-fpr", "0.02"])
+    assert result.exit_code == 0, result.output
+    assert "not checked for rows the model was trained on" in " ".join(result.output.split())

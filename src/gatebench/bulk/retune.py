@@ -14,7 +14,10 @@ The result is a new model directory: the same fitted state, the new threshold,
 and a ``traffic_threshold`` record of what chose it (the sample's digest,
 rows read, scored and rejected, the bound at the previous and the new
 threshold). The sample's per-row scores stay beside it as evidence. The input
-model directory is never changed. Attacks left in the sample raise the
+model directory is never changed. Rows the model was trained on (a traffic
+file given to ``gatebench train`` and then to this command) are set aside
+before the threshold is picked, and counted (:mod:`gatebench.bulk.seen`):
+their scores are those of fitted texts. Attacks left in the sample raise the
 threshold: the FPR bound then still holds, at a cost in recall that only
 attacks measure (``attacks_path``, or ``gatebench evaluate NEW_DIR ...``).
 """
@@ -31,6 +34,7 @@ from scipy.stats import binomtest
 
 from gatebench.artifacts import write_json
 from gatebench.bulk.score import run_bulk, write_summary
+from gatebench.bulk.seen import trained_rows
 from gatebench.bulk.traffic_bound import allowed_flags, bound_at, min_prompts, traffic_bound
 from gatebench.conversation import ScanPolicy
 from gatebench.errors import ConfigError
@@ -76,6 +80,9 @@ def tune_threshold(
     executor: Executor | None = None,
     policy: ScanPolicy | None = None,
     attacks_path: Path | None = None,
+    keep_overlap: bool = False,
+    data_dir: Path | None = None,
+    cache_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Write ``out``: ``model_dir`` with its threshold re-picked on the benign sample.
 
@@ -97,6 +104,12 @@ def tune_threshold(
         A file of attacks (your red team's, or a public set), read like the
         sample: the record then gives the recall at the previous and the new
         threshold, with 95% Wilson intervals. It does not move the threshold.
+    keep_overlap : bool
+        Use every row. By default the rows of the sample (and of the attacks)
+        that the model's training trace holds are set aside and counted.
+    data_dir, cache_dir : Path, optional
+        Where the training trace's sources are (for the overlap check), and
+        the trace cache.
 
     Returns
     -------
@@ -108,24 +121,35 @@ def tune_threshold(
     ConfigError
         A bad option, an occupied ``out``, or a sample too small for the bound
         (the message gives the rows needed).
+    DataError
+        The overlap check cannot run: the model records no training trace, or
+        its files changed (the message names ``--keep-overlap``).
     """
     _check(model_dir, out, target_fpr, confidence)
     # The manifest alone: the workers load the detector, once each.
     meta = read_manifest(model_dir)
+    reading = {
+        "text_field": text_field, "messages_field": messages_field, "id_field": id_field,
+        "position_field": position_field, "batch_rows": batch_rows,
+    }  # fmt: skip
+    # Before any scoring: a model without a rebuildable trace fails here, not after minutes.
+    files = [benign_path] if attacks_path is None else [benign_path, attacks_path]
+    aside, overlap = _set_aside(meta, model_dir, files, reading, keep_overlap, data_dir, cache_dir)
     partial = out.with_name(out.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     shutil.copytree(
         model_dir, partial, ignore=shutil.ignore_patterns(Path(SCORES_FILE).parent.name)
     )
-    options = {
-        "text_field": text_field, "messages_field": messages_field, "id_field": id_field,
-        "position_field": position_field, "batch_rows": batch_rows, "executor": executor,
-        "policy": policy,
-    }  # fmt: skip
+    options = {**reading, "executor": executor, "policy": policy}
     try:
-        record = _tune(model_dir, meta, partial, benign_path, target_fpr, confidence, options)
+        record = _tune(
+            model_dir, meta, partial, benign_path, (target_fpr, confidence), options, aside[0]
+        )
+        record["overlap"] = overlap
         if attacks_path is not None:
-            record["attacks"] = _recalls(model_dir, attacks_path, partial, record, options)
+            record["attacks"] = _recalls(
+                model_dir, attacks_path, partial, record, options, aside[-1]
+            )
         new_meta = {**meta, "threshold": record["chosen"]["threshold"], "target_fpr": target_fpr}
         write_json(partial / MANIFEST, {**new_meta, "traffic_threshold": record})
     except BaseException:
@@ -137,23 +161,45 @@ def tune_threshold(
     return record
 
 
+def _set_aside(
+    meta: dict[str, Any],
+    model_dir: Path,
+    files: list[Path],
+    reading: dict[str, Any],
+    keep_overlap: bool,
+    data_dir: Path | None,
+    cache_dir: Path | None,
+) -> tuple[list[set[int]], dict[str, Any]]:
+    """Per file, the input rows the model was trained on; and the check's record."""
+    if keep_overlap:
+        return [set() for _ in files], {"checked": False, "how": "not checked (--keep-overlap)"}
+    found = [
+        trained_rows(meta, model_dir, f, reading, data_dir=data_dir, cache_dir=cache_dir)
+        for f in files
+    ]
+    return [rows for rows, _ in found], found[0][1]
+
+
 def _tune(
     model_dir: Path,
     meta: dict[str, Any],
     partial: Path,
     benign_path: Path,
-    target_fpr: float,
-    confidence: float,
+    target: tuple[float, float],
     options: dict[str, Any],
+    aside: set[int],
 ) -> dict[str, Any]:
     """Score the sample into ``partial`` and pick the threshold: the record, unwritten."""
-    scores, summary = _scored(model_dir, benign_path, partial / SCORES_FILE, options)
+    target_fpr, confidence = target
+    scores, summary = _scored(model_dir, benign_path, partial / SCORES_FILE, options, aside)
     if allowed_flags(len(scores), target_fpr, confidence) < 0:
         raise ConfigError(
-            f"{benign_path}: {len(scores):,} benign prompts scored ({summary['rows_rejected']:,} "
-            f"of {summary['rows_read']:,} rows rejected); an FPR bound of {target_fpr:g} at "
-            f"{confidence:g} confidence needs at least {min_prompts(target_fpr, confidence):,}: "
-            "add benign prompts, raise --target-fpr or lower --confidence"
+            f"{benign_path}: {len(scores):,} benign prompts to pick on "
+            f"({summary['rows_rejected']:,} of {summary['rows_read']:,} rows rejected, "
+            f"{len(aside):,} set aside as trained on); "
+            f"an FPR bound of {target_fpr:g} at {confidence:g} confidence needs at least "
+            f"{min_prompts(target_fpr, confidence):,}: add benign prompts the model was not "
+            "trained on, raise --target-fpr or lower --confidence"
         )
     chosen = traffic_bound(scores, target_fpr, confidence)
     previous = bound_at(scores, float(meta["threshold"]), confidence)
@@ -166,6 +212,8 @@ def _tune(
         "rows_scored": summary["rows_scored"],
         "rows_rejected": summary["rows_rejected"],
         "rejected_by_reason": summary["rejected_by_reason"],
+        "rows_trained_on": len(aside),
+        "rows_used": len(scores),
         "scan_policy": summary["scan_policy"],
         "scores": SCORES_FILE,
         "previous": {
@@ -180,13 +228,15 @@ def _tune(
 
 
 def _scored(
-    model_dir: Path, path: Path, out: Path, options: dict[str, Any]
+    model_dir: Path, path: Path, out: Path, options: dict[str, Any], aside: set[int]
 ) -> tuple[np.ndarray, dict[str, Any]]:
-    """The scores of ``path``'s rows that were not rejected, and the bulk summary."""
+    """The scores of ``path``'s rows neither rejected nor set aside, and the bulk summary."""
     summary = run_bulk(model_dir, path, out, **options)
     write_summary(out.with_suffix(".summary.json"), {"command": "tune-threshold", **summary})
-    table = pq.read_table(out, columns=["score", "rejected"])
+    table = pq.read_table(out, columns=["row", "score", "rejected"])
     kept = np.asarray(table.column("rejected").is_null())
+    if aside:
+        kept &= ~np.isin(table.column("row").to_numpy(), np.fromiter(aside, np.int64))
     scores = table.column("score").to_numpy(zero_copy_only=False)[kept].astype(np.float64)
     return scores, summary
 
@@ -199,20 +249,27 @@ def _recall(scores: np.ndarray, threshold: float) -> dict[str, Any]:
 
 
 def _recalls(
-    model_dir: Path, path: Path, partial: Path, record: dict[str, Any], options: dict[str, Any]
+    model_dir: Path,
+    path: Path,
+    partial: Path,
+    record: dict[str, Any],
+    options: dict[str, Any],
+    aside: set[int],
 ) -> dict[str, Any]:
     """Recall on the labelled attacks at the previous and the chosen threshold."""
-    scores, summary = _scored(model_dir, path, partial / ATTACKS_FILE, options)
+    scores, summary = _scored(model_dir, path, partial / ATTACKS_FILE, options, aside)
     if not len(scores):
         raise ConfigError(
-            f"--attacks {path}: none of its {summary['rows_read']:,} rows could be scored "
-            f"({summary['rejected_by_reason']}); give a file of attack texts or conversations"
+            f"--attacks {path}: none of its {summary['rows_read']:,} rows could be used "
+            f"({summary['rejected_by_reason']}, {len(aside):,} trained on); give a file of "
+            "attack texts or conversations the model was not trained on"
         )
     return {
         "input": summary["input"],
         "rows_read": summary["rows_read"],
         "rows_scored": summary["rows_scored"],
         "rows_rejected": summary["rows_rejected"],
+        "rows_trained_on": len(aside),
         "scores": ATTACKS_FILE,
         "previous": _recall(scores, record["previous"]["threshold"]),
         "chosen": _recall(scores, record["chosen"]["threshold"]),

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from gatebench.cli.options import (
+    DataDir,
     ScanRoles,
     Seed,
     SpanAdjacent,
@@ -238,6 +239,15 @@ def tune_threshold(
             "(it does not move the threshold).",
         ),
     ] = None,
+    keep_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--keep-overlap",
+            help="Use rows the model was trained on too (by default they are set aside: "
+            "the model's training trace is rebuilt and matched).",
+        ),
+    ] = False,
+    data_dir: DataDir = None,
     text_field: TextField = "text",
     messages_field: MessagesField = "messages",
     id_field: IdField = None,
@@ -262,6 +272,8 @@ def tune_threshold(
             **_reading(text_field, messages_field, id_field, position_field, batch_rows,
                        backend, scheduler, jobs, scan_roles, span_adjacent),
             attacks_path=attacks,
+            keep_overlap=keep_overlap,
+            data_dir=data_dir,
         )  # fmt: skip
     except GatebenchError as exc:
         fail(exc)
@@ -270,9 +282,14 @@ def tune_threshold(
 
 def _print_tuned(record: dict[str, Any], out: Path) -> None:
     """The sample's counts, and the FPR (and recall) at the previous and the chosen threshold."""
+    aside = (
+        f", {record['rows_trained_on']:,} set aside as trained on"
+        if record["overlap"]["checked"]
+        else " (not checked for rows the model was trained on)"
+    )
     console.print(
         f"{record['rows_read']:,} rows read, {record['rows_scored']:,} benign prompts scored, "
-        f"{record['rows_rejected']:,} rejected (counted in the manifest)",
+        f"{record['rows_rejected']:,} rejected{aside} (counted in the manifest)",
         highlight=False,
     )
     level = f"{100 * record['confidence']:g}%"

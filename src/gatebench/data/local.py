@@ -32,7 +32,7 @@ from gatebench.data.loaders._base import LoadResult, RowSink
 from gatebench.errors import ConfigError, DataError
 from gatebench.types import POSITIONS
 
-__all__ = ["MESSAGES", "FileOptions", "read_files"]
+__all__ = ["MESSAGES", "FileOptions", "conversation_text", "read_files"]
 
 #: The column that holds a conversation, read when the text column is absent.
 MESSAGES = "messages"
@@ -123,8 +123,12 @@ def _not_utf8(row: dict[str, Any], columns: tuple[str | None, ...]) -> str | Non
     return None
 
 
-def _conversation_text(value: Any, where: str) -> tuple[str, str]:
-    """The scanned messages' text, and the row's position; ConversationError if unusable."""
+def conversation_text(value: Any, where: str) -> tuple[str, str]:
+    """A conversation's text as a trace holds it, and its position; ConversationError if unusable.
+
+    The text is the contents of the messages the default policy scans, joined
+    by blank lines; the position is the most indirect one among them.
+    """
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -189,7 +193,7 @@ def read_files(name: str, root: Path, files: list[Path], options: FileOptions) -
                     )
                     continue
                 try:
-                    text, position = _conversation_text(row.get(MESSAGES), f"{path}:{line}")
+                    text, position = conversation_text(row.get(MESSAGES), f"{path}:{line}")
                 except ConversationError as exc:
                     sink.reject(path, line, f"conversation: {exc}")
                     continue

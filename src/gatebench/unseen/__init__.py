@@ -75,7 +75,7 @@ def _data_trace(
 def _chunking(model: LoadedModel, model_dir: Path, keep_overlap: bool) -> tuple[int, int]:
     """The training trace's chunking; the serving default when it is unknown and unneeded."""
     try:
-        spec = training_spec(model, model_dir)
+        spec = training_spec(model.meta, model_dir)
     except DataError:
         if not keep_overlap:
             raise
@@ -157,7 +157,7 @@ def evaluate_model(
     overlap = Overlap(checked=False, excluded=False, how="not checked (--keep-overlap)")
     if not keep_overlap:
         t1 = time.perf_counter()
-        train = training_trace(model, model_dir, data_dir=data_dir, cache_dir=cache_dir)
+        train = training_trace(model.meta, model_dir, data_dir=data_dir, cache_dir=cache_dir)
         seen = overlapping_prompts(train.frame, frame, int(train.info["spec"]["seed"]))
         hit = frame["sample_id"].astype(str).isin(seen)
         per = frame.loc[hit].drop_duplicates("sample_id")["source"].value_counts()

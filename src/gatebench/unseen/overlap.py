@@ -11,6 +11,7 @@ with the LSH seed the training trace used.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +20,19 @@ import pandas as pd
 
 from gatebench.artifacts import read_json
 from gatebench.errors import DataError
-from gatebench.modeldir import LoadedModel
 from gatebench.trace import Trace, TraceSpec, build_trace, composite_groups, shares_group_with
 
 __all__ = ["overlapping_prompts", "training_spec", "training_trace"]
 
-_FIX = "pass --keep-overlap to score every row without the check"
+_FIX = "pass --keep-overlap to use every row without the check"
 
 
-def training_spec(model: LoadedModel, model_dir: Path) -> dict[str, Any]:
-    """The trace spec the model was trained on: its manifest, else its evaluation run's."""
-    spec = model.meta.get("trace_spec")
+def training_spec(meta: Mapping[str, Any], model_dir: Path) -> dict[str, Any]:
+    """The trace spec a model was trained on: its manifest ``meta``, else its evaluation run's."""
+    spec = meta.get("trace_spec")
     if isinstance(spec, dict):
         return spec
-    run = model.meta.get("evaluation_run")
+    run = meta.get("evaluation_run")
     manifest = Path(str(run)) / "manifest.json" if run else None
     if manifest is not None and manifest.is_file():
         recorded = read_json(manifest).get("trace", {}).get("spec")
@@ -46,16 +46,16 @@ def training_spec(model: LoadedModel, model_dir: Path) -> dict[str, Any]:
 
 
 def training_trace(
-    model: LoadedModel, model_dir: Path, *, data_dir: Path | None, cache_dir: Path | None
+    meta: Mapping[str, Any], model_dir: Path, *, data_dir: Path | None, cache_dir: Path | None
 ) -> Trace:
-    """Rebuild the model's training trace; refuse one whose files have changed."""
-    spec = training_spec(model, model_dir)
+    """Rebuild the training trace of the model whose manifest is ``meta``; refuse changed files."""
+    spec = training_spec(meta, model_dir)
     trace = build_trace(
         TraceSpec(**{**spec, "sources": tuple(spec["sources"])}),
         data_dir=data_dir,
         cache_dir=cache_dir,
     )
-    want = model.meta.get("trace_id")
+    want = meta.get("trace_id")
     if want and trace.trace_id != want:
         raise DataError(
             f"{model_dir} was trained on trace {str(want)[:12]}…, but its sources now give "
