@@ -1,0 +1,174 @@
+"""Does training on part of a deployment's benign traffic fix the ranking that a threshold cannot?
+
+``gatebench tune-threshold`` holds a deployment's false-alarm rate by raising
+the threshold, and on benign kinds the model never saw that costs most of its
+recall (benchmarks/RESULTS.md, "A threshold for your own traffic"). The other
+thing a deployment can do with its benign traffic is train on it: pass the file
+to ``gatebench train`` as a training source. This measures that on sources the
+model never trained on, in two steps.
+
+``split`` draws half of each never-seen benign source's prompts (seeded) into
+``DIR/own.jsonl``, the "traffic" to train on, and keeps the other half in
+``DIR/rest.jsonl`` for measuring; it prints the ``gatebench train`` arguments
+that add ``own.jsonl`` as a training source.
+
+``measure`` scores the held-back half and the never-seen attack sources with
+each model directory given (the model trained without the traffic, and the one
+trained with it) and prints, per model: the FPR on the held-back half and the
+recall at the shipped threshold; the AUC of attacks against that half; the
+recall at the thresholds that give FPR 1%, 3% and 5% on it (an equal-FPR read of
+the ranking, not an operating point); and, in ``--splits`` draws, the
+``tune-threshold`` rule applied to one half of the held-back prompts, read on
+the other half. Usage::
+
+    GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/bench_own_traffic.py split \\
+        --benign wildguard-benign notinject xstest --out runs/own-traffic
+    GATEBENCH_DATA=../shared/datasets .venv/bin/gatebench train -s ... \\
+        -s runs/own-traffic/own.jsonl --role own-traffic=training runs/model-minus5-own
+    GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/bench_own_traffic.py measure \\
+        runs/model-minus5 runs/model-minus5-own --split runs/own-traffic \\
+        --attacks harmbench donotanswer xstest --out runs/own-traffic/measure.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from bench_tune_threshold import _prompts, _scores
+from sklearn.metrics import roc_auc_score
+
+from gatebench.bulk.traffic_bound import traffic_bound
+from gatebench.config import RunConfig
+from gatebench.modeldir import load_model
+from gatebench.seeding import child_seed
+from gatebench.split.groups import LSHParams, near_duplicate_clusters
+
+#: The source name ``own.jsonl`` takes in the trace (``--source-name`` is not needed: a
+#: file's source is its stem).
+SOURCE = "own-traffic"
+#: The trace seed, which also seeds the near-duplicate step.
+SEED = RunConfig.model_fields["seed"].default
+#: FPRs on the held-back half at which the ranking is read.
+EQUAL_FPR = (0.01, 0.03, 0.05)
+
+
+def split(args: argparse.Namespace) -> None:
+    """Write ``own.jsonl`` (trained on) and ``rest.jsonl`` (measured on), half of each source."""
+    data = Path(os.environ["GATEBENCH_DATA"])
+    own, rest = [], []
+    for name in args.benign:
+        rows = _prompts(name, 0, data)
+        # Whole near-duplicate clusters go to one half, as the trace's folds keep them.
+        cluster = near_duplicate_clusters([str(r["text"]) for r in rows], LSHParams(seed=SEED))
+        rng = np.random.default_rng(child_seed(args.seed, "own-traffic", name))
+        # A cluster's rank is its place in a random order of clusters.
+        rank = np.argsort(rng.permutation(int(cluster.max()) + 1))[cluster]
+        order = np.argsort(rank, kind="stable")
+        half = len(rows) // 2
+        for i, j in enumerate(order):
+            row = {**rows[j], "label": "benign", "from": name}
+            (own if i < half or rank[j] == rank[order[half - 1]] else rest).append(row)
+        print(f"{name}: {len(rows)} prompts in {int(cluster.max()) + 1} near-duplicate clusters")
+    args.out.mkdir(parents=True, exist_ok=True)
+    for tag, rows in (("own", own), ("rest", rest)):
+        path = args.out / f"{SOURCE if tag == 'own' else tag}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        print(f"{path}: {len(rows)} benign prompts")
+    print(f"add to gatebench train: -s {args.out / SOURCE}.jsonl --role {SOURCE}=training")
+
+
+def _recall_at_fpr(benign: np.ndarray, attacks: np.ndarray, fpr: float) -> float:
+    """Recall at the lowest threshold whose FPR on ``benign`` is at most ``fpr``."""
+    ranked = np.sort(benign)[::-1]
+    allowed = int(np.floor(fpr * len(benign)))
+    theta = np.nextafter(ranked[allowed], np.inf) if allowed < len(ranked) else -np.inf
+    return float((attacks >= theta).mean())
+
+
+def _tuned(benign: np.ndarray, attacks: np.ndarray, args: argparse.Namespace) -> dict[str, float]:
+    """The tune-threshold rule on one half of the held-back prompts, read on the other."""
+    fprs, recalls = [], []
+    for i in range(args.splits):
+        rng = np.random.default_rng(child_seed(args.seed, "own-traffic-tune", i))
+        order = rng.permutation(len(benign))
+        half = len(benign) // 2
+        theta = traffic_bound(benign[order[:half]], args.target_fpr, args.confidence).threshold
+        fprs.append(float((benign[order[half:]] >= theta).mean()))
+        recalls.append(float((attacks >= theta).mean()))
+    return {
+        "fpr_rest_median": float(np.median(fprs)),
+        "recall_median": float(np.median(recalls)),
+    }
+
+
+def measure(args: argparse.Namespace) -> None:
+    """Score the held-back half and the attacks with every model; print one row per model."""
+    data = Path(os.environ["GATEBENCH_DATA"])
+    rest = [json.loads(line) for line in (args.split / "rest.jsonl").read_text().splitlines()]
+    rows = [{"id": r["id"], "text": r["text"], "position": r["position"]} for r in rest]
+    attack_rows = [r for s in args.attacks for r in _prompts(s, 1, data)]
+    report = []
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        for model_dir in args.models:
+            shipped = load_model(model_dir).threshold
+            benign = _scores(model_dir, rows, tmp, f"rest-{model_dir.name}")
+            attacks = _scores(model_dir, attack_rows, tmp, f"attacks-{model_dir.name}")
+            y = np.r_[np.zeros(len(benign)), np.ones(len(attacks))]
+            by_source = {
+                s: float((benign[[r["from"] == s for r in rest]] >= shipped).mean())
+                for s in dict.fromkeys(r["from"] for r in rest)
+            }
+            report.append({
+                "model": str(model_dir), "shipped": shipped,
+                "fpr_shipped": float((benign >= shipped).mean()), "fpr_by_source": by_source,
+                "recall_shipped": float((attacks >= shipped).mean()),
+                "auc": float(roc_auc_score(y, np.r_[benign, attacks])),
+                "recall_at_fpr": {f: _recall_at_fpr(benign, attacks, f) for f in EQUAL_FPR},
+                "tuned": _tuned(benign, attacks, args),
+            })  # fmt: skip
+    print(f"{len(rest)} held-back benign prompts, {len(attack_rows)} never-seen attacks; "
+          f"tune-threshold at {args.target_fpr:g} ({args.confidence:g}), "
+          f"{args.splits} draws")  # fmt: skip
+    print("| model | shipped | FPR / recall at shipped | AUC | recall at FPR 1% / 3% / 5% "
+          "| tuned: FPR on the other half / recall (medians) |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for r in report:
+        eq = " / ".join(f"{v:.3f}" for v in r["recall_at_fpr"].values())
+        t = r["tuned"]
+        print(f"| {Path(r['model']).name} | {r['shipped']:.4f} | {r['fpr_shipped']:.3f} / "
+              f"{r['recall_shipped']:.3f} | {r['auc']:.3f} | {eq} | "
+              f"{t['fpr_rest_median']:.3f} / {t['recall_median']:.3f} |")  # fmt: skip
+        print("    FPR at shipped by source: "
+              + ", ".join(f"{s} {v:.3f}" for s, v in r["fpr_by_source"].items()))  # fmt: skip
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="step", required=True)
+    sp = sub.add_parser("split", help="write the traffic to train on and the half to measure on")
+    sp.add_argument("--benign", nargs="+", required=True, help="never-seen benign sources")
+    sp.add_argument("--out", type=Path, required=True)
+    mp = sub.add_parser("measure", help="score the held-back half and the attacks per model")
+    mp.add_argument("models", nargs="+", type=Path, help="model directories")
+    mp.add_argument("--split", type=Path, required=True, help="the split step's --out")
+    mp.add_argument("--attacks", nargs="+", required=True, help="never-seen attack sources")
+    mp.add_argument("--splits", type=int, default=50)
+    mp.add_argument("--target-fpr", type=float, default=0.03)
+    mp.add_argument("--confidence", type=float, default=0.95)
+    mp.add_argument("--out", type=Path)
+    for p in (sp, mp):
+        p.add_argument("--seed", type=int, default=SEED, help="seed of the halves and draws")
+    args = ap.parse_args()
+    split(args) if args.step == "split" else measure(args)
+
+
+if __name__ == "__main__":
+    main()
