@@ -12,6 +12,10 @@ model never trained on, in two steps.
 ``DIR/rest.jsonl`` for measuring; it prints the ``gatebench train`` arguments
 that add ``own.jsonl`` as a training source.
 
+``--contaminate N --contaminate-from SOURCE`` adds ``N`` of SOURCE's attacks
+to the traffic, labelled benign, as in a sample nobody cleared; ``measure``
+then leaves them out of the attacks it reads recall on.
+
 ``measure`` scores the held-back half and the never-seen attack sources with
 each model directory given (the model trained without the traffic, and the one
 trained with it) and prints, per model: the FPR on the held-back half and the
@@ -74,7 +78,17 @@ def split(args: argparse.Namespace) -> None:
             row = {**rows[j], "label": "benign", "from": name}
             (own if i < half or rank[j] == rank[order[half - 1]] else rest).append(row)
         print(f"{name}: {len(rows)} prompts in {int(cluster.max()) + 1} near-duplicate clusters")
+    if args.contaminate:
+        attacks = _prompts(args.contaminate_from, 1, data)
+        rng = np.random.default_rng(child_seed(args.seed, "own-traffic-attacks"))
+        picked = [attacks[i] for i in sorted(rng.choice(len(attacks), args.contaminate, False))]
+        from_ = f"{args.contaminate_from} (attack)"
+        own += [{**r, "label": "benign", "from": from_} for r in picked]
+        print(f"{len(picked)} attacks of {args.contaminate_from} in the traffic, labelled benign")
     args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "contaminants.json").write_text(
+        json.dumps([r["id"] for r in own if r["from"].endswith("(attack)")]) + "\n"
+    )
     for tag, rows in (("own", own), ("rest", rest)):
         path = args.out / f"{SOURCE if tag == 'own' else tag}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -111,7 +125,10 @@ def measure(args: argparse.Namespace) -> None:
     data = Path(os.environ["GATEBENCH_DATA"])
     rest = [json.loads(line) for line in (args.split / "rest.jsonl").read_text().splitlines()]
     rows = [{"id": r["id"], "text": r["text"], "position": r["position"]} for r in rest]
-    attack_rows = [r for s in args.attacks for r in _prompts(s, 1, data)]
+    planted = args.split / "contaminants.json"
+    left_out = set(json.loads(planted.read_text())) if planted.is_file() else set()
+    attack_rows = [r for s in args.attacks for r in _prompts(s, 1, data) if r["id"] not in left_out]
+    attack_source = [str(r["id"]).partition(":")[0] for r in attack_rows]
     report = []
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
@@ -124,10 +141,15 @@ def measure(args: argparse.Namespace) -> None:
                 s: float((benign[[r["from"] == s for r in rest]] >= shipped).mean())
                 for s in dict.fromkeys(r["from"] for r in rest)
             }
+            recall_by_source = {
+                s: float((attacks[[a == s for a in attack_source]] >= shipped).mean())
+                for s in dict.fromkeys(attack_source)
+            }
             report.append({
                 "model": str(model_dir), "shipped": shipped,
                 "fpr_shipped": float((benign >= shipped).mean()), "fpr_by_source": by_source,
                 "recall_shipped": float((attacks >= shipped).mean()),
+                "recall_by_source": recall_by_source,
                 "auc": float(roc_auc_score(y, np.r_[benign, attacks])),
                 "recall_at_fpr": {f: _recall_at_fpr(benign, attacks, f) for f in EQUAL_FPR},
                 "tuned": _tuned(benign, attacks, args),
@@ -146,6 +168,8 @@ def measure(args: argparse.Namespace) -> None:
               f"{t['fpr_rest_median']:.3f} / {t['recall_median']:.3f} |")  # fmt: skip
         print("    FPR at shipped by source: "
               + ", ".join(f"{s} {v:.3f}" for s, v in r["fpr_by_source"].items()))  # fmt: skip
+        print("    recall at shipped by source: "
+              + ", ".join(f"{s} {v:.3f}" for s, v in r["recall_by_source"].items()))  # fmt: skip
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
@@ -156,6 +180,8 @@ def main() -> None:
     sp = sub.add_parser("split", help="write the traffic to train on and the half to measure on")
     sp.add_argument("--benign", nargs="+", required=True, help="never-seen benign sources")
     sp.add_argument("--out", type=Path, required=True)
+    sp.add_argument("--contaminate", type=int, default=0, help="attacks added, labelled benign")
+    sp.add_argument("--contaminate-from", default="harmbench", help="the source they come from")
     mp = sub.add_parser("measure", help="score the held-back half and the attacks per model")
     mp.add_argument("models", nargs="+", type=Path, help="model directories")
     mp.add_argument("--split", type=Path, required=True, help="the split step's --out")

@@ -297,6 +297,7 @@ def test_rows_the_model_trained_on_are_set_aside(
     sample.write_text("\n".join([*lines, *map(json.dumps, extra)]) + "\n", encoding="utf-8")
     record = tune_threshold(model_dir, sample, tmp_path / "tuned", target_fpr=0.02)
     assert record["overlap"]["checked"] is True and record["overlap"]["rows"] == 4
+    assert record["overlap"]["first_rows"] == [605, 606, 607, 608]
     assert record["rows_scored"] == 607 and record["rows_trained_on"] == 4
     assert record["rows_used"] == 603
     # The threshold is the rule's on the rows left: the traffic's and the unrelated text.

@@ -173,11 +173,7 @@ def _set_aside(
     """Per file, the input rows the model was trained on; and the check's record."""
     if keep_overlap:
         return [set() for _ in files], {"checked": False, "how": "not checked (--keep-overlap)"}
-    found = [
-        trained_rows(meta, model_dir, f, reading, data_dir=data_dir, cache_dir=cache_dir)
-        for f in files
-    ]
-    return [rows for rows, _ in found], found[0][1]
+    return trained_rows(meta, model_dir, files, reading, data_dir=data_dir, cache_dir=cache_dir)
 
 
 def _tune(

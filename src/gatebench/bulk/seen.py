@@ -13,7 +13,7 @@ contents of its scanned messages) and chunked as the trace was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +54,13 @@ def _frame(path: Path, reading: Mapping[str, Any], size: int, overlap: int) -> p
 def trained_rows(
     meta: Mapping[str, Any],
     model_dir: Path,
-    path: Path,
+    paths: Sequence[Path],
     reading: Mapping[str, Any],
     *,
     data_dir: Path | None,
     cache_dir: Path | None,
-) -> tuple[set[int], dict[str, Any]]:
-    """The 0-based input rows of ``path`` that the model was trained on, and a record of the check.
+) -> tuple[list[set[int]], dict[str, Any]]:
+    """Per file, the 0-based input rows the model was trained on; and a record of the check.
 
     Parameters
     ----------
@@ -68,8 +68,8 @@ def trained_rows(
         The model directory's manifest.
     model_dir : Path
         The model directory, for messages.
-    path : Path
-        A ``.parquet`` or ``.jsonl`` file, read as ``gatebench score`` reads it.
+    paths : sequence of Path
+        ``.parquet`` or ``.jsonl`` files, read as ``gatebench score`` reads them.
     reading : mapping
         :class:`~gatebench.bulk.io.PartitionReader` options (columns, batch rows).
     data_dir, cache_dir : Path or None
@@ -83,11 +83,17 @@ def trained_rows(
     """
     spec = training_spec(meta, model_dir)
     train = training_trace(meta, model_dir, data_dir=data_dir, cache_dir=cache_dir)
-    frame = _frame(path, reading, int(spec["chunk_chars"]), int(spec["chunk_overlap"]))
-    seen = (
-        overlapping_prompts(train.frame, frame, int(train.info["spec"]["seed"]))
-        if len(frame)
-        else set()
-    )
-    rows = {int(s.rpartition(" ")[2]) for s in seen}
-    return rows, {"checked": True, "rows": len(rows), "how": HOW, "trace_id": train.trace_id}
+    seed = int(train.info["spec"]["seed"])
+    found = []
+    for path in paths:
+        frame = _frame(path, reading, int(spec["chunk_chars"]), int(spec["chunk_overlap"]))
+        seen = overlapping_prompts(train.frame, frame, seed) if len(frame) else set()
+        found.append({int(s.rpartition(" ")[2]) for s in seen})
+    record = {
+        "checked": True,
+        "how": HOW,
+        "trace_id": train.trace_id,
+        "rows": len(found[0]) if found else 0,
+        "first_rows": sorted(found[0])[:10] if found else [],
+    }
+    return found, record
