@@ -2,7 +2,7 @@
 
 A threshold picked on texts the model was fitted on reads their false-alarm
 rate lower than that of the traffic they stand for, and a recall read on
-fitted attacks is higher than on new ones. The easy way to get there is to
+fitted attacks is higher than on new ones. The likeliest way to do so is to
 train on a deployment's traffic file (a training source) and then tune on the
 same file. So the rows are matched against the model's training trace, rebuilt
 from the files its manifest records, by the trace's own composite key: exact
