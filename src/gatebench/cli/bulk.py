@@ -312,10 +312,10 @@ def _print_tuned(record: dict[str, Any], out: Path) -> None:
             ]
         table.add_row(*cells)
     console.print(table)
-    if hit and hit["rows_rejected"]:
+    if hit and (hit["rows_rejected"] or hit["rows_trained_on"]):
         console.print(
-            f"attacks: {hit['rows_rejected']:,} of {hit['rows_read']:,} rows rejected "
-            "(counted in the manifest)",
+            f"attacks: {hit['rows_rejected']:,} of {hit['rows_read']:,} rows rejected, "
+            f"{hit['rows_trained_on']:,} set aside as trained on (counted in the manifest)",
             highlight=False,
         )
     console.print(
