@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -339,6 +340,18 @@ def test_rows_the_model_trained_on_are_set_aside(
     fails_cleanly(
         ["tune-threshold", str(untraced), str(traffic), "--out", str(tmp_path / "u2")],
         "does not record the trace it was trained on", "--keep-overlap",
+    )  # fmt: skip
+    # A model whose training files are gone cannot be checked either.
+    moved = tmp_path / "moved"
+    shutil.copytree(model_dir, moved)
+    meta = json.loads((moved / MANIFEST).read_text())
+    meta["trace_spec"]["paths"] = {
+        k: str(tmp_path / "gone.jsonl") for k in meta["trace_spec"]["paths"]
+    }
+    (moved / MANIFEST).write_text(json.dumps(meta))
+    fails_cleanly(
+        ["tune-threshold", str(moved), str(traffic), "--out", str(tmp_path / "m1")],
+        "cannot be rebuilt here", "--data-dir", "--keep-overlap", "gone.jsonl",
     )  # fmt: skip
     plain = ["tune-threshold", str(untraced), str(traffic), "--out", str(tmp_path / "u3")]
     result = runner.invoke(app, [*plain, "--keep-overlap", "--target-fpr", "0.02"])

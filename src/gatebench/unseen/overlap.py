@@ -50,11 +50,18 @@ def training_trace(
 ) -> Trace:
     """Rebuild the training trace of the model whose manifest is ``meta``; refuse changed files."""
     spec = training_spec(meta, model_dir)
-    trace = build_trace(
-        TraceSpec(**{**spec, "sources": tuple(spec["sources"])}),
-        data_dir=data_dir,
-        cache_dir=cache_dir,
-    )
+    try:
+        trace = build_trace(
+            TraceSpec(**{**spec, "sources": tuple(spec["sources"])}),
+            data_dir=data_dir,
+            cache_dir=cache_dir,
+        )
+    except DataError as exc:
+        raise DataError(
+            f"{model_dir}: the prompts it was trained on cannot be matched, because its "
+            "training trace cannot be rebuilt here; point --data-dir at the files it was "
+            f"trained on, or {_FIX}. ({exc})"
+        ) from None
     want = meta.get("trace_id")
     if want and trace.trace_id != want:
         raise DataError(
