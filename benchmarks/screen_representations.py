@@ -312,6 +312,7 @@ def _lodo(
     min_sources: int = 0,
     per_kind: bool = False,
     hard: float = 0.0,
+    benign_half: bool = False,
 ) -> tuple[dict[str, tuple[float, float | None]], dict[float, tuple[float, float]]]:
     """Each held-out source's (primary metric, AUC), and the pooled (benign FPR, attack recall).
 
@@ -332,7 +333,14 @@ def _lodo(
     flagged = {rule: [0, 0] for rule in RULES}
     counts = [0, 0]
     for source in sorted(frame.loc[frame["role"] == "evaluation", "source"].unique()):
-        held = (frame["source"] == source).to_numpy()
+        held = (frame["source"] == source).to_numpy().copy()
+        if benign_half:
+            # Half the held-out source's benign prompts join the training rows, as a
+            # deployment's own benign traffic would; the rest of the source is scored.
+            ids = frame.loc[held & (y == 0), "sample_id"].unique()
+            rng = np.random.default_rng(child_seed(SEED, "benign-half", source))
+            given = set(rng.permutation(ids)[: len(ids) // 2])
+            held &= ~frame["sample_id"].isin(given).to_numpy()
         train = np.flatnonzero(~held)
         tr, va = inner_split(y[train], valid_fraction=0.15, seed=child_seed(SEED, "inner", source))
         xs = x
@@ -422,6 +430,11 @@ def main() -> None:
         default=0.0,
         help="weight each training row by 1 + K * (1 - its out-of-fold probability of its label)",
     )
+    ap.add_argument(
+        "--benign-half",
+        action="store_true",
+        help="train on half of each held-out source's benign prompts; score the rest",
+    )
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -453,6 +466,7 @@ def main() -> None:
             args.min_sources,
             args.per_kind,
             args.hard,
+            args.benign_half,
         )
         fpr, recall = curve[RULES[0]]
         values = [v for v, _ in result.values()]
@@ -473,6 +487,8 @@ def main() -> None:
             erased += f", rows weighted by 1 + {args.hard} * (1 - p(own label))"
         if args.min_sources:
             erased += f", n-grams in fewer than {args.min_sources} training sources dropped"
+        if args.benign_half:
+            erased += ", half of each held-out source's benign prompts trained on"
         print(f"{rep} ({model}{erased}): {macro} | AUC {aucs}")
         print("  " + ", ".join(f"{s} {v:.3f}" for s, (v, _) in result.items()))
         points = ", ".join(f"{r:g}: {f:.3f} / {t:.3f}" for r, (f, t) in sorted(curve.items()))
