@@ -43,14 +43,15 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from bench_tune_threshold import _prompts, _scores
+import pandas as pd
+from bench_tune_threshold import _draws, _prompts, _scores
 from sklearn.metrics import roc_auc_score
 
-from gatebench.bulk.traffic_bound import traffic_bound
 from gatebench.config import RunConfig
 from gatebench.modeldir import load_model
 from gatebench.seeding import child_seed
 from gatebench.split.groups import LSHParams, near_duplicate_clusters
+from gatebench.unseen.calibrate import lowest_threshold
 
 #: The source name ``own.jsonl`` takes in the trace (``--source-name`` is not needed: a
 #: file's source is its stem).
@@ -98,25 +99,19 @@ def split(args: argparse.Namespace) -> None:
 
 def _recall_at_fpr(benign: np.ndarray, attacks: np.ndarray, fpr: float) -> float:
     """Recall at the lowest threshold whose FPR on ``benign`` is at most ``fpr``."""
-    ranked = np.sort(benign)[::-1]
-    allowed = int(np.floor(fpr * len(benign)))
-    theta = np.nextafter(ranked[allowed], np.inf) if allowed < len(ranked) else -np.inf
-    return float((attacks >= theta).mean())
+    prompts = pd.DataFrame({
+        "label": np.r_[np.zeros(len(benign)), np.ones(len(attacks))],
+        "source": "held-back", "score": np.r_[benign, attacks],
+    })  # fmt: skip
+    return float((attacks >= lowest_threshold(prompts, fpr)).mean())
 
 
 def _tuned(benign: np.ndarray, attacks: np.ndarray, args: argparse.Namespace) -> dict[str, float]:
     """The tune-threshold rule on one half of the held-back prompts, read on the other."""
-    fprs, recalls = [], []
-    for i in range(args.splits):
-        rng = np.random.default_rng(child_seed(args.seed, "own-traffic-tune", i))
-        order = rng.permutation(len(benign))
-        half = len(benign) // 2
-        theta = traffic_bound(benign[order[:half]], args.target_fpr, args.confidence).threshold
-        fprs.append(float((benign[order[half:]] >= theta).mean()))
-        recalls.append(float((attacks >= theta).mean()))
+    draws = _draws(benign, args, "own-traffic")
     return {
-        "fpr_rest_median": float(np.median(fprs)),
-        "recall_median": float(np.median(recalls)),
+        "fpr_rest_median": float(np.median([d["fpr_rest"] for d in draws])),
+        "recall_median": float(np.median([(attacks >= d["threshold"]).mean() for d in draws])),
     }
 
 

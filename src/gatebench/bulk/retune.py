@@ -143,7 +143,7 @@ def tune_threshold(
     options = {**reading, "executor": executor, "policy": policy}
     try:
         record = _tune(
-            model_dir, meta, partial, benign_path, (target_fpr, confidence), options, aside[0]
+            model_dir, meta, partial, benign_path, target_fpr, confidence, options, aside[0]
         )
         record["overlap"] = overlap
         if attacks_path is not None:
@@ -181,12 +181,12 @@ def _tune(
     meta: dict[str, Any],
     partial: Path,
     benign_path: Path,
-    target: tuple[float, float],
+    target_fpr: float,
+    confidence: float,
     options: dict[str, Any],
     aside: set[int],
 ) -> dict[str, Any]:
     """Score the sample into ``partial`` and pick the threshold: the record, unwritten."""
-    target_fpr, confidence = target
     scores, summary = _scored(model_dir, benign_path, partial / SCORES_FILE, options, aside)
     if allowed_flags(len(scores), target_fpr, confidence) < 0:
         raise ConfigError(

@@ -23,7 +23,7 @@ from gatebench.bulk.io import PartitionReader
 from gatebench.chunking import chunk_texts
 from gatebench.conversation import ConversationError
 from gatebench.data.local import conversation_text
-from gatebench.unseen.overlap import overlapping_prompts, training_spec, training_trace
+from gatebench.unseen.overlap import overlapping_prompts, training_trace
 
 __all__ = ["trained_rows"]
 
@@ -81,12 +81,12 @@ def trained_rows(
         The manifest records no training trace, or its files have changed; the
         message names ``--keep-overlap``.
     """
-    spec = training_spec(meta, model_dir)
     train = training_trace(meta, model_dir, data_dir=data_dir, cache_dir=cache_dir)
     seed = int(train.info["spec"]["seed"])
+    chunking = train.info["chunking"]
     found = []
     for path in paths:
-        frame = _frame(path, reading, int(spec["chunk_chars"]), int(spec["chunk_overlap"]))
+        frame = _frame(path, reading, int(chunking["chunk_chars"]), int(chunking["chunk_overlap"]))
         seen = overlapping_prompts(train.frame, frame, seed) if len(frame) else set()
         found.append({int(s.rpartition(" ")[2]) for s in seen})
     record = {
