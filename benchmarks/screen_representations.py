@@ -21,8 +21,14 @@ the sentence embedding), and ``minilm-max@L`` max-pooled; each vector is
 L2-normalised, and all layers come from one pass, cached beside the trace's
 vectors. ``char`` and ``word`` are the hashed n-gram counts of Gate's
 two lexical heads, each read by its own head (SGD logistic regression on
-TF-IDF, NB-SVM) instead of the screen's model. ``--min-sources K`` keeps, per
-refit, only the n-gram buckets that occur in at least ``K`` of its training
+TF-IDF, NB-SVM) instead of the screen's model. ``char~form`` and
+``word~form`` are the same heads on form-only text
+(:func:`gatebench.gate.form.form_only`), where every word outside a list is
+masked: the ``--form-words`` most frequent words of the benign training
+corpora, or scikit-learn's English stop words with ``--form-words 0``.
+N-gram views joined with ``+`` are read side by side by the first one's head.
+``--min-sources K`` keeps, per refit, only the n-gram buckets that occur in
+at least ``K`` of its training
 sources. ``--hard K`` weighs each training row by ``1 + K * (1 - p)``, ``p``
 its out-of-fold probability of its own label. Every run prints the pooled
 never-seen FPR / recall at four threshold rules, so two runs can be read
@@ -32,12 +38,15 @@ against one curve. Usage::
         static multilingual static+multilingual [--model mlp]
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_representations.py \
         char word --balance 0.5 --balance-by source [--min-sources 3] [--hard 2]
+    GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_representations.py \
+        char word~form char+word~form --form-words 0
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -58,13 +67,33 @@ RULES = (0.01, 0.02, 0.005, 0.002)
 #: Representations read by the Gate head of the same name, not by ``--model``.
 SPARSE = ("char", "word")
 
+#: The same heads on form-only text (:mod:`gatebench.gate.form`), with their n-gram settings.
+FORM = {"char~form": {}, "word~form": {"ngram_range": (1, 4)}}
 
-def _vectors(name: str, texts: list[str]) -> Any:
+
+def frequent_words(texts: list[str], k: int) -> frozenset[str]:
+    """The ``k`` most frequent lower-cased letter runs of ``texts`` (ties by first seen)."""
+    from collections import Counter
+
+    counts = Counter(w.lower() for t in texts for w in _LETTERS.findall(t))
+    return frozenset(w for w, _ in counts.most_common(k))
+
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def _vectors(name: str, texts: list[str], keep: frozenset[str] = frozenset()) -> Any:
     from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
     from gatebench.gate.heads import HEAD_TYPES
 
     if name in SPARSE:
         return HEAD_TYPES[name]().represent(texts)
+    if name in FORM:
+        head = name.partition("~")[0]
+        from gatebench.gate.form import form_only
+
+        masked = [form_only(t, keep) for t in texts]
+        return HEAD_TYPES[head](**FORM[name]).represent(masked)
 
     if name == "static":
         from gatebench.gate.static_embed import StaticEmbedder, distill_static
@@ -435,6 +464,13 @@ def main() -> None:
         action="store_true",
         help="train on half of each held-out source's benign prompts; score the rest",
     )
+    ap.add_argument(
+        "--form-words",
+        type=int,
+        default=300,
+        help="char~form / word~form: words kept unmasked, the most frequent in benign corpora "
+        "(0: scikit-learn's English stop words)",
+    )
     args = ap.parse_args()
 
     from gatebench.trace import TraceSpec, build_trace
@@ -445,15 +481,28 @@ def main() -> None:
         cache_dir=".cache/gatebench",
     ).frame.reset_index(drop=True)
     texts = frame["text"].tolist()
+    # Frequent words come from benign training-corpus rows, which no refit scores.
+    benign_training = (frame["role"] == "training") & (frame["label"] == 0)
+    keep = frequent_words(frame.loc[benign_training, "text"].tolist(), args.form_words)
+    if args.form_words == 0:
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        keep = frozenset(ENGLISH_STOP_WORDS)
     for rep in args.representations:
         parts = rep.split("+")
-        sparse = [p for p in parts if p in SPARSE]
-        if sparse and (len(parts) > 1 or args.erase_sources or args.prune):
-            raise SystemExit(f"{rep!r}: char and word stand alone, without --erase-sources/--prune")
+        sparse = [p for p in parts if p in SPARSE or p in FORM]
+        if sparse and (len(sparse) < len(parts) or args.erase_sources or args.prune):
+            raise SystemExit(
+                f"{rep!r}: char and word join only each other, without --erase-sources/--prune"
+            )
         if args.min_sources and not sparse:
             raise SystemExit(f"--min-sources applies to char and word, not {rep!r}")
-        x = _vectors(rep, texts) if sparse else np.hstack([_vectors(p, texts) for p in parts])
-        model = rep if sparse else args.model
+        if sparse:
+            # Side by side, the n-gram views are read by the first one's head.
+            x = sp.hstack([_vectors(p, texts, keep) for p in parts]).tocsr()
+        else:
+            x = np.hstack([_vectors(p, texts) for p in parts])
+        model = parts[0].partition("~")[0] if sparse else args.model
         balance = (args.balance_by, args.balance)
         result, curve = _lodo(
             frame,

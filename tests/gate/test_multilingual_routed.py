@@ -252,8 +252,10 @@ def test_by_default_the_english_heads_are_those_of_the_stack_when_it_routes() ->
     from gatebench.gate import DEFAULT_HEADS
     from gatebench.gate.model import ENGLISH_HEADS
 
-    assert Gate(seed=0).english_heads == ENGLISH_HEADS
-    assert set(ENGLISH_HEADS) < set(DEFAULT_HEADS)
+    # The opt-in form head is an English head too, kept only where it is stacked.
+    assert Gate(seed=0).english_heads == tuple(h for h in ENGLISH_HEADS if h != "form")
+    assert set(ENGLISH_HEADS) - {"form"} < set(DEFAULT_HEADS)
+    assert "form" in Gate(seed=0, heads=[*DEFAULT_HEADS, "form"]).english_heads
     routed = Gate(seed=0, heads=["char", "features", "multilingual_routed"])
     assert routed.english_heads == ("char",)
     # Without the route there is nothing to mark, and ``()`` turns it off.

@@ -89,7 +89,7 @@ DEFAULT_HEADS: tuple[str, ...] = (
 )
 #: The heads fitted mostly on English text (n-grams and the static MiniLM table): by default
 #: their combiner columns are read only for text the routed head's route calls English.
-ENGLISH_HEADS: tuple[str, ...] = ("char", "word", "embed", "neighbours")
+ENGLISH_HEADS: tuple[str, ...] = ("char", "word", "embed", "neighbours", "form")
 #: The service's window geometry, so a conversation scores here as it does when served.
 _WINDOWS = ServeSettings()
 
@@ -379,8 +379,8 @@ class Gate:
                 self._embedder = StaticEmbedder(vectors, tok)
             # The shared n-gram views must match what the heads would build alone.
             heads = list(self.heads.values()) or self._make_heads()
-            probe = {h.name: h for h in heads if h.view in ("char", "word")}
-            char, word = probe.get("char"), probe.get("word")
+            probe = {h.name: h for h in heads if h.view in ("char", "word", "form")}
+            char, word, form = probe.get("char"), probe.get("word"), probe.get("form")
             self._featurizer = Featurizer(
                 self._embedder,
                 char_ngrams=getattr(char, "ngram_range", (2, 5)),
@@ -395,6 +395,8 @@ class Gate:
                 ),
                 route=RoutedMultilingualHead.name in self.head_names,
                 shift=self.shift_features,
+                form_ngrams=getattr(form, "ngram_range", None),
+                form_features=getattr(form, "n_features", 1 << 20),
             )
             self._plain = self._featurizer.without_cache()
         return self._featurizer

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from gatebench.gate._ngrams import char_ngram_counts, word_ngram_counts
 from gatebench.gate.cache import VectorCache
 from gatebench.gate.features import FEATURE_NAMES, handcrafted_features
+from gatebench.gate.form import form_texts
 from gatebench.gate.multilingual import (
     ENCODER_LANGUAGES,
     MultilingualEncoder,
@@ -61,6 +62,9 @@ class Views:
     #: Topic-shift columns (:data:`~gatebench.gate.topic_shift.SHIFT_NAMES`); filled
     #: only when the featurizer was built with ``shift=True``.
     shift: np.ndarray | None = None
+    #: Word n-gram counts of form-only text (:mod:`gatebench.gate.form`); filled
+    #: only when the ``form`` head is among Gate's heads.
+    form: sp.csr_matrix | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -85,6 +89,7 @@ class Views:
             encoder_language=None if self.encoder_language is None else self.encoder_language[idx],
             keys=None if self.keys is None else self.keys[idx],
             shift=None if self.shift is None else self.shift[idx],
+            form=None if self.form is None else self.form[idx],
         )
 
 
@@ -117,6 +122,13 @@ class Featurizer:
         (:func:`~gatebench.gate.multilingual.route_flags`).
         Called with ``full=False``, the featurizer then encodes only the
         routed texts, since no head reads the others' multilingual vectors.
+    shift : bool
+        Also fill :attr:`Views.shift` (topic-shift columns).
+    form_ngrams : (int, int) or None
+        n-gram range of the ``form`` head's view; ``None`` leaves
+        :attr:`Views.form` empty.
+    form_features : int
+        Hash buckets of that view.
     """
 
     def __init__(
@@ -131,8 +143,14 @@ class Featurizer:
         multilingual: MultilingualEncoder | None = None,
         route: bool = False,
         shift: bool = False,
+        form_ngrams: tuple[int, int] | None = None,
+        form_features: int = 1 << 20,
     ) -> None:
         self.embedder = embedder
+        self.form_ngrams = (
+            None if form_ngrams is None else (int(form_ngrams[0]), int(form_ngrams[1]))
+        )
+        self.form_features = int(form_features)
         self.shift = bool(shift)
         self.multilingual = multilingual
         self.route = bool(route)
@@ -203,6 +221,12 @@ class Featurizer:
             )
         return vectors.reshape(len(texts), len(SHIFT_NAMES))
 
+    def form_view(self, texts: Sequence[str]) -> sp.csr_matrix | None:
+        """Word n-gram counts of form-only ``texts``, or ``None`` when no head reads them."""
+        if self.form_ngrams is None:
+            return None
+        return word_ngram_counts(form_texts(texts), self.form_ngrams, self.form_features)
+
     def without_cache(self) -> Featurizer:
         """The same featurizer with no disk cache (for derived texts such as windows)."""
         return Featurizer(
@@ -214,6 +238,8 @@ class Featurizer:
             multilingual=self.multilingual,
             route=self.route,
             shift=self.shift,
+            form_ngrams=self.form_ngrams,
+            form_features=self.form_features,
         )
 
     def __call__(self, texts: Sequence[str], *, full: bool = True) -> Views:
@@ -243,6 +269,7 @@ class Featurizer:
                 routed=routed,
                 encoder_language=None if flags is None else flags[:, 1] > 0.5,
                 shift=self.shift_view(texts),
+                form=self.form_view(texts),
             )
 
     def _multilingual_view(

@@ -1,10 +1,11 @@
-"""Gate's classifier heads: seven detectors, each usable on its own.
+"""Gate's classifier heads: nine detectors, each usable on its own.
 
 ================  ==========================================  ==============================
 head              representation                              model
 ================  ==========================================  ==============================
 ``char``          hashed char 2-5-gram TF-IDF (sublinear)     logistic regression (SGD)
 ``word``          hashed word 1-2-gram binary TF-IDF          NB-SVM (linear SVM on NB ratios)
+``form``          the same, 1-4-grams of form-only text       NB-SVM (as ``word``)
 ``embed``         static MiniLM embedding (256-d)             logistic regression
 ``mlp``           static MiniLM embedding (256-d)             perceptron, one ReLU layer
 ``features``      handcrafted cues and statistics             logistic regression (scaled)
@@ -35,6 +36,7 @@ from __future__ import annotations
 from gatebench.gate.heads.base import Head, sigmoid
 from gatebench.gate.heads.char import CharHead
 from gatebench.gate.heads.embed import EmbedHead
+from gatebench.gate.heads.form import FormHead
 from gatebench.gate.heads.handcrafted import FeatureHead
 from gatebench.gate.heads.mlp import MLPHead
 from gatebench.gate.heads.multilingual import MultilingualHead, RoutedMultilingualHead
@@ -49,6 +51,7 @@ __all__ = [
     "CharHead",
     "EmbedHead",
     "FeatureHead",
+    "FormHead",
     "Head",
     "MLPHead",
     "MultilingualHead",
@@ -72,6 +75,7 @@ HEAD_TYPES: dict[str, type[Head]] = {
         MultilingualHead,
         MLPHead,
         RoutedMultilingualHead,
+        FormHead,
     )
 }
 #: The heads that read the multilingual view.

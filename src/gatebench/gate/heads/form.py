@@ -1,0 +1,47 @@
+"""The ``form`` head: the ``word`` head's NB-SVM on form-only text.
+
+It reads word 1-4-grams of :func:`gatebench.gate.form.form_only` text, where
+every word but the function words is masked: how a text asks, not what it is
+about. Alone it ranks attacks poorly (most attacks are told by what they ask
+for); beside the topic-reading heads it gives the combiner a column that a
+benign question about an attack topic does not share with the attack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import scipy.sparse as sp
+
+from gatebench.gate._ngrams import word_ngram_counts
+from gatebench.gate.form import form_texts
+from gatebench.gate.heads.word import WordHead
+
+__all__ = ["FormHead"]
+
+
+class FormHead(WordHead):
+    """Word n-gram NB-SVM on form-only text (same parameters as :class:`WordHead`).
+
+    The default n-grams are longer (1-4): with the topic masked, the order
+    of the function words around the masks is what the head can read.
+    """
+
+    name = "form"
+    view = "form"
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        ngram_range: tuple[int, int] = (1, 4),
+        n_features: int = 1 << 20,
+        C: float = 0.3,  # noqa: N803  (sklearn's name)
+        smoothing: float = 1.0,
+    ) -> None:
+        super().__init__(
+            seed=seed, ngram_range=ngram_range, n_features=n_features, C=C, smoothing=smoothing
+        )
+
+    def represent(self, texts: Sequence[str]) -> sp.csr_matrix:
+        return word_ngram_counts(form_texts(texts), self.ngram_range, self.n_features)
