@@ -29,19 +29,7 @@ class FormHead(WordHead):
 
     name = "form"
     view = "form"
-
-    def __init__(
-        self,
-        *,
-        seed: int = 0,
-        ngram_range: tuple[int, int] = (1, 4),
-        n_features: int = 1 << 20,
-        C: float = 0.3,  # noqa: N803  (sklearn's name)
-        smoothing: float = 1.0,
-    ) -> None:
-        super().__init__(
-            seed=seed, ngram_range=ngram_range, n_features=n_features, C=C, smoothing=smoothing
-        )
+    default_ngrams = (1, 4)
 
     def represent(self, texts: Sequence[str]) -> sp.csr_matrix:
         return word_ngram_counts(form_texts(texts), self.ngram_range, self.n_features)

@@ -8,7 +8,7 @@ heads disagree.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,8 +26,8 @@ class WordHead(LinearHead):
     ----------
     seed : int
         Seeds the SVM's coordinate descent.
-    ngram_range : (int, int)
-        Word n-gram sizes.
+    ngram_range : (int, int) or None
+        Word n-gram sizes; ``None``: :attr:`default_ngrams`.
     n_features : int
         Hash buckets.
     C : float
@@ -39,18 +39,21 @@ class WordHead(LinearHead):
     name = "word"
     view = "word"
     settings = ("seed", "ngram_range", "n_features", "C", "smoothing")
+    #: The n-gram sizes when ``ngram_range`` is not given.
+    default_ngrams: ClassVar[tuple[int, int]] = (1, 2)
 
     def __init__(
         self,
         *,
         seed: int = 0,
-        ngram_range: tuple[int, int] = (1, 2),
+        ngram_range: tuple[int, int] | None = None,
         n_features: int = 1 << 20,
         C: float = 0.3,  # noqa: N803  (sklearn's name)
         smoothing: float = 1.0,
     ) -> None:
         super().__init__(seed=seed)
-        self.ngram_range = (int(ngram_range[0]), int(ngram_range[1]))
+        lo, hi = self.default_ngrams if ngram_range is None else ngram_range
+        self.ngram_range = (int(lo), int(hi))
         self.n_features = int(n_features)
         self.C = float(C)
         self.smoothing = float(smoothing)
