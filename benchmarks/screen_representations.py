@@ -28,11 +28,10 @@ masked: the ``--form-words`` most frequent words of the benign training
 corpora, or scikit-learn's English stop words with ``--form-words 0``.
 N-gram views joined with ``+`` are read side by side by the first one's head.
 ``--min-sources K`` keeps, per refit, only the n-gram buckets that occur in
-at least ``K`` of its training
-sources. ``--hard K`` weighs each training row by ``1 + K * (1 - p)``, ``p``
-its out-of-fold probability of its own label. Every run prints the pooled
-never-seen FPR / recall at four threshold rules, so two runs can be read
-against one curve. Usage::
+at least ``K`` of its training sources. ``--hard K`` weighs each training
+row by ``1 + K * (1 - p)``, ``p`` its out-of-fold probability of its own
+label. Every run prints the pooled never-seen FPR / recall at four threshold
+rules, so two runs can be read against one curve. Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_representations.py \
         static multilingual static+multilingual [--model mlp]
@@ -67,8 +66,9 @@ RULES = (0.01, 0.02, 0.005, 0.002)
 #: Representations read by the Gate head of the same name, not by ``--model``.
 SPARSE = ("char", "word")
 
-#: The same heads on form-only text (:mod:`gatebench.gate.form`), with their n-gram settings.
-FORM = {"char~form": {}, "word~form": {"ngram_range": (1, 4)}}
+#: The same heads on form-only text (:mod:`gatebench.gate.form`); ``word~form`` reads the
+#: ``form`` head's longer n-grams.
+FORM = ("char~form", "word~form")
 
 
 def frequent_words(texts: list[str], k: int) -> frozenset[str]:
@@ -89,11 +89,12 @@ def _vectors(name: str, texts: list[str], keep: frozenset[str] = frozenset()) ->
     if name in SPARSE:
         return HEAD_TYPES[name]().represent(texts)
     if name in FORM:
-        head = name.partition("~")[0]
         from gatebench.gate.form import form_only
 
         masked = [form_only(t, keep) for t in texts]
-        return HEAD_TYPES[head](**FORM[name]).represent(masked)
+        head = HEAD_TYPES[name.partition("~")[0]]
+        ngrams = {"ngram_range": HEAD_TYPES["form"].default_ngrams} if head.view == "word" else {}
+        return head(**ngrams).represent(masked)
 
     if name == "static":
         from gatebench.gate.static_embed import StaticEmbedder, distill_static
@@ -481,13 +482,17 @@ def main() -> None:
         cache_dir=".cache/gatebench",
     ).frame.reset_index(drop=True)
     texts = frame["text"].tolist()
-    # Frequent words come from benign training-corpus rows, which no refit scores.
-    benign_training = (frame["role"] == "training") & (frame["label"] == 0)
-    keep = frequent_words(frame.loc[benign_training, "text"].tolist(), args.form_words)
-    if args.form_words == 0:
-        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    keep: frozenset[str] = frozenset()
+    if any(p in FORM for rep in args.representations for p in rep.split("+")):
+        from gatebench.gate.form import FORM_WORDS
 
-        keep = frozenset(ENGLISH_STOP_WORDS)
+        # Frequent words come from benign training-corpus rows, which no refit scores.
+        benign_training = (frame["role"] == "training") & (frame["label"] == 0)
+        keep = (
+            frequent_words(frame.loc[benign_training, "text"].tolist(), args.form_words)
+            if args.form_words
+            else FORM_WORDS
+        )
     for rep in args.representations:
         parts = rep.split("+")
         sparse = [p for p in parts if p in SPARSE or p in FORM]
