@@ -16,6 +16,10 @@ that add ``own.jsonl`` as a training source.
 to the traffic, labelled benign, as in a sample nobody cleared; ``measure``
 then leaves them out of the attacks it reads recall on.
 
+``export`` writes the never-seen benign sources whole (``DIR/traffic.jsonl``,
+no labels) and the attack sources (``DIR/attacks.jsonl``), for ``gatebench
+adapt``, which splits and trains in one step.
+
 ``measure`` scores the held-back half and the never-seen attack sources with
 each model directory given (the model trained without the traffic, and the one
 trained with it) and prints, per model: the FPR on the held-back half and the
@@ -169,6 +173,18 @@ def measure(args: argparse.Namespace) -> None:
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
+def export(args: argparse.Namespace) -> None:
+    """Write the never-seen benign sources whole, unlabelled, and the attacks: files for
+    ``gatebench adapt MODEL DIR/traffic.jsonl --attacks DIR/attacks.jsonl``."""
+    data = Path(os.environ["GATEBENCH_DATA"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    for tag, names, label in (("traffic", args.benign, 0), ("attacks", args.attacks, 1)):
+        rows = [r for name in names for r in _prompts(name, label, data)]
+        path = args.out / f"{tag}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        print(f"{path}: {len(rows)} {'benign prompts' if label == 0 else 'attacks'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="step", required=True)
@@ -187,8 +203,12 @@ def main() -> None:
     mp.add_argument("--out", type=Path)
     for p in (sp, mp):
         p.add_argument("--seed", type=int, default=SEED, help="seed of the halves and draws")
+    ep = sub.add_parser("export", help="the benign sources whole and the attacks, for adapt")
+    ep.add_argument("--benign", nargs="+", required=True, help="never-seen benign sources")
+    ep.add_argument("--attacks", nargs="+", required=True, help="never-seen attack sources")
+    ep.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    split(args) if args.step == "split" else measure(args)
+    {"split": split, "measure": measure, "export": export}[args.step](args)
 
 
 if __name__ == "__main__":

@@ -35,27 +35,30 @@ from scipy.stats import binomtest
 from gatebench.artifacts import write_json
 from gatebench.bulk.score import run_bulk, write_summary
 from gatebench.bulk.seen import trained_rows
-from gatebench.bulk.traffic_bound import allowed_flags, bound_at, min_prompts, traffic_bound
+from gatebench.bulk.traffic_bound import (
+    allowed_flags,
+    bound_at,
+    check_bound,
+    min_prompts,
+    traffic_bound,
+)
 from gatebench.conversation import ScanPolicy
 from gatebench.errors import ConfigError
 from gatebench.modeldir import MANIFEST, read_manifest
 from gatebench.parallel import Executor
 
-__all__ = ["ATTACKS_FILE", "SCORES_FILE", "tune_threshold"]
+__all__ = ["ATTACKS_FILE", "SCORES_FILE", "recall_at", "tune_threshold", "unseen_scores"]
 
 #: The sample's per-row scores, inside the new model directory.
 SCORES_FILE = "traffic-threshold/scores.parquet"
 #: The labelled attacks' per-row scores, where ``attacks_path`` is given.
 ATTACKS_FILE = "traffic-threshold/attacks.parquet"
+#: The options that say how a file is read (the rest say how it is scored).
+_READING = ("text_field", "messages_field", "id_field", "position_field", "batch_rows")
 
 
 def _check(model_dir: Path, out: Path, target_fpr: float, confidence: float) -> None:
-    if not 0.0 < target_fpr < 1.0:
-        raise ConfigError(f"--target-fpr {target_fpr!r}: give the FPR bound in (0, 1), e.g. 0.01")
-    if not 0.5 < confidence < 1.0:
-        raise ConfigError(
-            f"--confidence {confidence!r}: give the bound's confidence in (0.5, 1), e.g. 0.95"
-        )
+    check_bound(target_fpr, confidence)
     if out.resolve() == model_dir.resolve():
         raise ConfigError(
             f"--out {out} is the model directory itself; the input model is never changed: "
@@ -176,6 +179,29 @@ def _set_aside(
     return trained_rows(meta, model_dir, files, reading, data_dir=data_dir, cache_dir=cache_dir)
 
 
+def unseen_scores(
+    model_dir: Path,
+    path: Path,
+    out: Path,
+    options: dict[str, Any],
+    *,
+    data_dir: Path | None,
+    cache_dir: Path | None,
+) -> tuple[np.ndarray, dict[str, Any], int]:
+    """Scores of the rows of ``path`` neither rejected nor trained on; the summary; rows set aside.
+
+    ``options`` are :func:`~gatebench.bulk.score.run_bulk`'s reading and
+    executor options. The per-row scores are written to ``out``.
+    """
+    reading = {k: options[k] for k in _READING if k in options}
+    aside, _ = trained_rows(
+        read_manifest(model_dir), model_dir, [path], reading, data_dir=data_dir,
+        cache_dir=cache_dir,
+    )  # fmt: skip
+    scores, summary = _scored(model_dir, path, out, options, aside[0])
+    return scores, summary, len(aside[0])
+
+
 def _tune(
     model_dir: Path,
     meta: dict[str, Any],
@@ -237,7 +263,8 @@ def _scored(
     return scores, summary
 
 
-def _recall(scores: np.ndarray, threshold: float) -> dict[str, Any]:
+def recall_at(scores: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Attacks caught at ``threshold``, of ``scores``, with a 95% Wilson interval."""
     k, n = int((scores >= threshold).sum()), len(scores)
     ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
     return {"threshold": threshold, "caught": k, "n": n, "recall": k / n,
@@ -267,6 +294,6 @@ def _recalls(
         "rows_rejected": summary["rows_rejected"],
         "rows_trained_on": len(aside),
         "scores": ATTACKS_FILE,
-        "previous": _recall(scores, record["previous"]["threshold"]),
-        "chosen": _recall(scores, record["chosen"]["threshold"]),
+        "previous": recall_at(scores, record["previous"]["threshold"]),
+        "chosen": recall_at(scores, record["chosen"]["threshold"]),
     }

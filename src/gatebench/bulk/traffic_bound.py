@@ -27,10 +27,21 @@ __all__ = [
     "TrafficBound",
     "allowed_flags",
     "bound_at",
+    "check_bound",
     "fpr_upper_bound",
     "min_prompts",
     "traffic_bound",
 ]
+
+
+def check_bound(target_fpr: float, confidence: float) -> None:
+    """Refuse a target outside (0, 1) or a confidence outside (0.5, 1), naming the option."""
+    if not 0.0 < target_fpr < 1.0:
+        raise ConfigError(f"--target-fpr {target_fpr!r}: give the FPR bound in (0, 1), e.g. 0.01")
+    if not 0.5 < confidence < 1.0:
+        raise ConfigError(
+            f"--confidence {confidence!r}: give the bound's confidence in (0.5, 1), e.g. 0.95"
+        )
 
 
 def fpr_upper_bound(flagged: int, n: int, confidence: float) -> float:

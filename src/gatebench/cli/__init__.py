@@ -9,6 +9,7 @@ This package builds the typer ``app`` (the ``gatebench`` console script, and
 - :mod:`~gatebench.cli.turns`: ``evaluate-turns``;
 - :mod:`~gatebench.cli.serve`: ``detect``, ``serve``, ``bench latency``;
 - :mod:`~gatebench.cli.bulk`: ``score``, ``audit``, ``tune-threshold``;
+- :mod:`~gatebench.cli.adapt`: ``adapt``;
 - :mod:`~gatebench.cli.plugins`: ``detectors list``, ``diagnostics list``;
 
 and :mod:`~gatebench.cli.options` what they share (common options, consoles,
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import typer
 
-from gatebench.cli import bulk, data, evaluate, plugins, run, serve, turns
+from gatebench.cli import adapt, bulk, data, evaluate, plugins, run, serve, turns
 
 __all__ = ["app", "main"]
 
@@ -34,6 +35,7 @@ app = typer.Typer(
 app.command("run")(run.run)
 app.command("train")(run.train)
 app.command("tune-threshold")(bulk.tune_threshold)
+app.command("adapt")(adapt.adapt)
 app.command("evaluate")(evaluate.evaluate)
 app.command("evaluate-turns")(turns.evaluate_turns)
 app.command("detect")(serve.detect)

@@ -61,7 +61,7 @@ BulkJobs = Annotated[
 ]
 
 
-def _reading(
+def reading_options(
     text_field: str,
     messages_field: str,
     id_field: str | None,
@@ -151,7 +151,7 @@ def score(
             model_dir,
             input_path,
             out,
-            **_reading(text_field, messages_field, id_field, position_field, batch_rows,
+            **reading_options(text_field, messages_field, id_field, position_field, batch_rows,
                        backend, scheduler, jobs, scan_roles, span_adjacent),
         )  # fmt: skip
     except GatebenchError as exc:
@@ -185,7 +185,7 @@ def audit(
             model_dir,
             input_path,
             out,
-            **_reading(text_field, messages_field, id_field, position_field, batch_rows,
+            **reading_options(text_field, messages_field, id_field, position_field, batch_rows,
                        backend, scheduler, jobs, scan_roles, span_adjacent),
             seed=RunConfig().seed if seed is None else seed,
         )  # fmt: skip
@@ -269,7 +269,7 @@ def tune_threshold(
             out,
             target_fpr=target_fpr,
             confidence=confidence,
-            **_reading(text_field, messages_field, id_field, position_field, batch_rows,
+            **reading_options(text_field, messages_field, id_field, position_field, batch_rows,
                        backend, scheduler, jobs, scan_roles, span_adjacent),
             attacks_path=attacks,
             keep_overlap=keep_overlap,

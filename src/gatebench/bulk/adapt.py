@@ -1,0 +1,299 @@
+"""A model adapted to a deployment's benign traffic: trained on part of it, tuned on the rest.
+
+A threshold re-picked on a deployment's benign traffic holds its false-alarm
+rate, but where the model ranks that traffic above attacks on its topics it
+does so by giving up recall. Training on the traffic changes the ranking
+itself (benchmarks/RESULTS.md, "Training on your own benign traffic"). Done by
+hand that takes a split, a ``gatebench train`` with every option of the first
+model repeated, and a ``gatebench tune-threshold`` on the other part; each step
+is a place to leak the tuning rows into the fit. Here the sample is split with
+whole near-duplicate clusters on one side (:mod:`gatebench.bulk.traffic_split`),
+the model's recipe is read from its manifest (detector, parameters, sources,
+options, seed, how its threshold was chosen) and refitted with the training
+part added as a training source, and the threshold is re-picked on the other
+part (:func:`gatebench.bulk.retune.tune_threshold`). The first model is read
+on the same part, so the record says what the adaptation changed.
+
+The two parts are written beside the new model directory (``OUT.traffic/``):
+the model's manifest records the training part's path, as it records every
+file it was trained on, and a later overlap check reads it there.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from gatebench import api
+from gatebench.artifacts import write_json
+from gatebench.bulk.io import file_digest
+from gatebench.bulk.retune import recall_at, tune_threshold, unseen_scores
+from gatebench.bulk.traffic_bound import bound_at, check_bound, min_prompts
+from gatebench.bulk.traffic_split import read_sample, split_rows, write_rows
+from gatebench.config import RunConfig
+from gatebench.conversation import ScanPolicy
+from gatebench.errors import ConfigError
+from gatebench.modeldir import MANIFEST, read_manifest
+from gatebench.parallel import Executor
+from gatebench.trace import TraceSpec
+from gatebench.unseen.overlap import training_spec
+
+__all__ = ["ADAPT_DIR", "adapt"]
+
+#: Where the first model's readings go, inside the new model directory.
+ADAPT_DIR = "adapted"
+#: How the tuning part is read back: as :func:`~gatebench.bulk.traffic_split.read_sample`
+#: writes its records.
+_TUNE_READING = {"text_field": "text", "messages_field": "messages", "id_field": "id",
+                 "position_field": "position"}  # fmt: skip
+
+
+def _free(path: Path, option: str) -> None:
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ConfigError(f"{option} {path} exists and is not empty; name a new directory")
+
+
+def _check(model_dir: Path, out: Path, split_dir: Path, train_share: float) -> None:
+    if not 0.0 < train_share < 1.0:
+        raise ConfigError(
+            f"--train-share {train_share!r}: give the share of the sample to train on, in "
+            "(0, 1), e.g. 0.5"
+        )
+    if out.resolve() == model_dir.resolve():
+        raise ConfigError(f"--out {out} is the model directory itself; name a new directory")
+    _free(out, "--out")
+    _free(split_dir, "--split-dir")
+
+
+def source_name(out: Path) -> str:
+    """The training part's source name: the new directory's name, then ``-traffic``."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", out.resolve().name).strip("-.") or "model"
+    return f"{stem}-traffic"
+
+
+def _training_rows(
+    files: dict[str, Any], texts: list[str], positions: list[str]
+) -> list[dict[str, Any]]:
+    """The training part as rows a trace reads with the first model's file options."""
+    rows: list[dict[str, Any]] = []
+    place = files["position_field"] or "position"
+    for i, (text, position) in enumerate(zip(texts, positions, strict=True)):
+        row: dict[str, Any] = {files["text_field"]: text, place: position}
+        if files["assume_label"] is None:
+            row[files["label_field"]] = "benign"
+        if files["id_field"]:
+            row[files["id_field"]] = i
+        if files["group_field"]:
+            row[files["group_field"]] = f"traffic-{i}"
+        rows.append(row)
+    return rows
+
+
+def _recipe(meta: dict[str, Any], spec: dict[str, Any], train: Path, name: str,
+            **run: Any) -> tuple[RunConfig, dict[str, Any]]:  # fmt: skip
+    """The first model's training config with ``train`` added as a training source; and
+    how its threshold was chosen, as :func:`gatebench.api.train` options."""
+    files = dict(spec["files"])
+    # The file options are one for every file of a trace: the traffic file is read with them.
+    if files["assume_label"] == "attack":
+        raise ConfigError(
+            "the model was trained with --assume-label attack, which would label the traffic "
+            "as attacks too; give its attack files a label column and retrain it first"
+        )
+    if files["source_name"] is not None:
+        raise ConfigError(
+            f"the model was trained on a file named {files['source_name']!r} with "
+            "--source-name, a name the trace would give the traffic file too; retrain it "
+            "with the file renamed instead of --source-name"
+        )
+    # Reading the recorded spec registers its own files under their recorded names; the
+    # traffic file's name is its stem.
+    recorded = TraceSpec(**{**spec, "sources": tuple(spec["sources"])})
+    op = meta.get("operating_point") or {}
+    unseen = "mean_fpr" in op
+    config = RunConfig(
+        detector=meta["detector"]["name"], detector_params=meta["detector"].get("params", {}),
+        sources=(*recorded.sources, str(train)), caps=spec.get("caps", {}),
+        roles={**spec.get("roles", {}), name: "training"},
+        **{k: spec[k] for k in ("embedded", "embedded_payloads", "twins", "persona_twins",
+                                 "persona_halves", "quote_twins", "documents", "chunk_chars",
+                                 "chunk_overlap", "skip_missing", "seed") if k in spec},
+        **files,
+        fpr=float(meta["target_fpr"]) if not unseen else RunConfig.model_fields["fpr"].default,
+        folds=int(op.get("n_folds", RunConfig.model_fields["folds"].default)),
+        passes=("strat",), diagnostics="none", bootstrap=200, **run,
+    )  # fmt: skip
+    if unseen:
+        how = {"operating_point": "unseen", "unseen_fpr": float(op["target_fpr"]),
+               "unseen_holdout": str(op["holdout"])}  # fmt: skip
+    else:
+        how = {"operating_point": "headline"}
+    return config, how
+
+
+def adapt(
+    model_dir: Path,
+    benign_path: Path,
+    out: Path,
+    *,
+    train_share: float = 0.5,
+    target_fpr: float = 0.01,
+    confidence: float = 0.95,
+    split_dir: Path | None = None,
+    attacks_path: Path | None = None,
+    text_field: str = "text",
+    messages_field: str = "messages",
+    id_field: str | None = None,
+    position_field: str | None = None,
+    batch_rows: int = 10_000,
+    executor: Executor | None = None,
+    policy: ScanPolicy | None = None,
+    n_jobs: int | None = None,
+    data_dir: Path | None = None,
+    cache_dir: Path = Path(".cache/gatebench"),
+) -> dict[str, Any]:
+    """Write ``out``: ``model_dir``'s recipe refitted with part of the sample, tuned on the rest.
+
+    Parameters
+    ----------
+    model_dir : Path
+        A model directory from ``gatebench train`` that records its training
+        trace (read, never written).
+    benign_path : Path
+        ``.parquet`` or ``.jsonl`` file of benign texts or conversations.
+    out : Path
+        The new model directory; must not exist or be empty.
+    train_share : float
+        Share of the sample's usable rows to train on, in whole near-duplicate
+        clusters; the rest pick the threshold.
+    target_fpr, confidence : float
+        As :func:`gatebench.bulk.retune.tune_threshold`, on the tuning part.
+    split_dir : Path, optional
+        Where the two parts are written; default ``OUT.traffic`` beside ``out``.
+    attacks_path : Path, optional
+        A file of attacks: recall of the first model at its threshold and of
+        the new one at both of its thresholds.
+    text_field, messages_field, id_field, position_field, batch_rows, executor, policy
+        How the sample (and the attacks) are read and scored, as
+        :func:`gatebench.bulk.score_file`.
+    n_jobs, data_dir, cache_dir
+        The refit's workers, where its sources are, and the trace cache.
+
+    Returns
+    -------
+    dict
+        ``{"adapted": ..., "traffic_threshold": ...}``, as written into the
+        new manifest.
+
+    Raises
+    ------
+    ConfigError
+        A bad option, an occupied directory, or a tuning part too small for
+        the bound (before any fitting; the message gives the rows needed).
+    DataError
+        The model records no training trace, or its files cannot be read.
+    """
+    split_dir = split_dir or out.with_name(out.name + ".traffic")
+    _check(model_dir, out, split_dir, train_share)
+    check_bound(target_fpr, confidence)
+    need = min_prompts(target_fpr, confidence)
+    meta = read_manifest(model_dir)
+    spec = training_spec(meta, model_dir)
+    reading = {"text_field": text_field, "messages_field": messages_field, "id_field": id_field,
+               "position_field": position_field, "batch_rows": batch_rows}  # fmt: skip
+    sample = read_sample(benign_path, reading)
+    seed = int(spec["seed"])
+    to_train, n_clusters = split_rows(sample.texts, train_share, seed)
+    n_train = int(to_train.sum())
+    n_tune = len(to_train) - n_train
+    if n_train == 0 or n_tune < need:
+        raise ConfigError(
+            f"{benign_path}: {len(to_train):,} usable benign rows "
+            f"({sum(sample.rejected.values()):,} of {sample.rows_read:,} rejected) split into "
+            f"{n_train:,} to train on and {n_tune:,} to tune on; an FPR bound of "
+            f"{target_fpr:g} at {confidence:g} confidence needs at least {need:,} to tune "
+            "on: add benign rows, lower --train-share, raise --target-fpr or lower "
+            "--confidence"
+        )
+    name = source_name(out)
+    train_path, tune_path = split_dir / f"{name}.jsonl", split_dir / "tune.jsonl"
+    staging = out.with_name(out.name + ".trained")
+    run_dir = out.with_name(out.name + ".run")
+    config, how = _recipe(meta, spec, train_path, name, data_dir=data_dir, cache_dir=cache_dir,
+                          n_jobs=n_jobs, out=run_dir)  # fmt: skip
+    split_dir.mkdir(parents=True, exist_ok=True)
+    texts = [t for t, keep in zip(sample.texts, to_train, strict=True) if keep]
+    positions = [p for p, keep in zip(sample.positions, to_train, strict=True) if keep]
+    write_rows(train_path, _training_rows(spec["files"], texts, positions))
+    write_rows(tune_path, [r for r, keep in zip(sample.records, to_train, strict=True) if not keep])
+    for path in (staging, run_dir):
+        shutil.rmtree(path, ignore_errors=True)
+    scoring: dict[str, Any] = {
+        **_TUNE_READING, "batch_rows": batch_rows, "executor": executor, "policy": policy,
+    }  # fmt: skip
+    try:
+        api.train(config, staging, **how)
+        record = tune_threshold(
+            staging, tune_path, out, target_fpr=target_fpr, confidence=confidence,
+            attacks_path=attacks_path, data_dir=data_dir, cache_dir=cache_dir, **scoring,
+        )  # fmt: skip
+    finally:
+        for path in (staging, run_dir):
+            shutil.rmtree(path, ignore_errors=True)
+    first = _first_model(model_dir, meta, tune_path, attacks_path, out, scoring, reading,
+                         confidence, data_dir, cache_dir)  # fmt: skip
+    adapted = {
+        "from_model": str(model_dir.resolve()),
+        "input": {"path": str(benign_path.resolve()), **file_digest(benign_path)},
+        "rows_read": sample.rows_read,
+        "rows_rejected": sum(sample.rejected.values()),
+        "rejected_by_reason": dict(sample.rejected),
+        "clusters": n_clusters,
+        "train_share": train_share,
+        "seed": seed,
+        "split": "whole near-duplicate clusters to one side, in a seeded random order",
+        "train": {"path": str(train_path.resolve()), "source": name, "rows": n_train},
+        "tune": {"path": str(tune_path.resolve()), "rows": n_tune},
+        "refit_threshold": how,
+        "first_model": first,
+    }
+    new_meta = read_manifest(out)
+    write_json(out / MANIFEST, {**new_meta, "adapted": adapted})
+    return {"adapted": adapted, "traffic_threshold": record}
+
+
+def _first_model(
+    model_dir: Path,
+    meta: dict[str, Any],
+    tune_path: Path,
+    attacks_path: Path | None,
+    out: Path,
+    scoring: dict[str, Any],
+    reading: dict[str, Any],
+    confidence: float,
+    data_dir: Path | None,
+    cache_dir: Path,
+) -> dict[str, Any]:
+    """The first model on the tuning part (and the attacks) at its own threshold."""
+    threshold = float(meta["threshold"])
+    where = out / ADAPT_DIR
+    where.mkdir(exist_ok=True)
+    scores, _, aside = unseen_scores(
+        model_dir, tune_path, where / "first-model-tune.parquet", scoring,
+        data_dir=data_dir, cache_dir=cache_dir,
+    )  # fmt: skip
+    first: dict[str, Any] = {
+        "threshold": threshold,
+        "tune_rows_trained_on": aside,
+        "tune": bound_at(scores, threshold, confidence).as_dict(),
+    }
+    if attacks_path is not None:
+        attack_options = {**scoring, **reading}
+        hits, _, trained = unseen_scores(
+            model_dir, attacks_path, where / "first-model-attacks.parquet", attack_options,
+            data_dir=data_dir, cache_dir=cache_dir,
+        )  # fmt: skip
+        first["attacks"] = {**recall_at(hits, threshold), "rows_trained_on": trained}
+    return first
