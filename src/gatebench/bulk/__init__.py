@@ -3,7 +3,9 @@
 ``gatebench score`` and ``gatebench audit`` call :func:`score_file` and
 :func:`audit_file`; both run locally or on a dask cluster with identical output.
 ``gatebench tune-threshold`` calls :func:`tune_threshold`, which scores a sample
-of benign traffic the same way and re-picks a model directory's threshold on it.
+of benign traffic the same way and re-picks a model directory's threshold on it;
+``gatebench adapt`` (:mod:`gatebench.bulk.adapt`) first refits the model with part
+of the sample.
 """
 
 from gatebench.bulk.audit import audit_file

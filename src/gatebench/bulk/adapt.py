@@ -93,8 +93,12 @@ def _training_rows(
 
 def _recipe(meta: dict[str, Any], spec: dict[str, Any], train: Path, name: str,
             **run: Any) -> tuple[RunConfig, dict[str, Any]]:  # fmt: skip
-    """The first model's training config with ``train`` added as a training source; and
-    how its threshold was chosen, as :func:`gatebench.api.train` options."""
+    """The first model's recipe, with ``train`` added as a training source.
+
+    Returns the run config and how the first model's threshold was chosen, as
+    :func:`gatebench.api.train` options. ``run`` holds the options of this
+    machine (data and cache directories, workers, where a headline run goes).
+    """
     files = dict(spec["files"])
     # The file options are one for every file of a trace: the traffic file is read with them.
     if files["assume_label"] == "attack":
