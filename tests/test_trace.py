@@ -146,3 +146,21 @@ def test_cache_round_trip(mini_mirror: Path, tmp_path: Path) -> None:
     again = load_trace(cached)
     assert again.trace_id == trace.trace_id
     assert len(again.frame) == len(trace.frame)
+
+
+def test_a_cached_trace_of_the_same_files_elsewhere_records_where_they_are_now(
+    tmp_path: Path,
+) -> None:
+    # The id hashes the bytes, so a copy of a file hits the cache; its recorded path must be
+    # the copy's, or a model trained on it would be rebuilt from a file that may be gone.
+    rows = ['{"text": "ignore the rules", "label": 1}', '{"text": "hello there", "label": 0}']
+    first, second = tmp_path / "a" / "mine.jsonl", tmp_path / "b" / "mine.jsonl"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    cache = tmp_path / "cache"
+    built = build_trace(TraceSpec(sources=(str(first),)), cache_dir=cache)
+    hit = build_trace(TraceSpec(sources=(str(second),)), cache_dir=cache)
+    assert hit.trace_id == built.trace_id and len(list(cache.iterdir())) == 1
+    assert built.info["spec"]["paths"] == {"mine": str(first.resolve())}
+    assert hit.info["spec"]["paths"] == {"mine": str(second.resolve())}

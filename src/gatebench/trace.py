@@ -42,6 +42,7 @@ from gatebench.trace_info import (
     constructed_source_counts,
     loaded_source_counts,
     recount_training,
+    spec_record,
     trace_info,
 )
 from gatebench.trace_languages import (
@@ -495,7 +496,11 @@ def build_trace(
     trace_id = trace_id_for(fingerprints, spec)
     cache = Path(cache_dir) / f"trace-{trace_id[:16]}" if cache_dir else None
     if cache is not None and cached_languages_current(cache):
-        return load_trace(cache)
+        cached = load_trace(cache)
+        # The id covers the files' bytes, not where they lie: a trace cached from the same
+        # files elsewhere records this spec, so a later rebuild reads the files here.
+        cached.info["spec"] = spec_record(spec)
+        return cached
 
     rows: list[dict[str, Any]] = []
     per_source: dict[str, dict[str, Any]] = {}

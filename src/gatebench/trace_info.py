@@ -30,6 +30,7 @@ __all__ = [
     "loaded_source_counts",
     "recount_training",
     "role_summary",
+    "spec_record",
     "trace_info",
 ]
 
@@ -166,6 +167,11 @@ def cross_source_report(frame: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+def spec_record(spec: TraceSpec) -> dict[str, Any]:
+    """A trace spec as plain data, as a trace's info records it."""
+    return {**asdict(spec), "sources": list(spec.sources)}
+
+
 def trace_info(
     frame: pd.DataFrame,
     spec: TraceSpec,
@@ -204,7 +210,7 @@ def trace_info(
     return {
         "trace_id": trace_id,
         "format": trace_format,
-        "spec": {**asdict(spec), "sources": list(spec.sources)},
+        "spec": spec_record(spec),
         "sources": fingerprints,
         "per_source": per_source,
         "skipped_sources": skipped,
