@@ -84,9 +84,15 @@ def save_model(
 
 
 def shipped_rule(meta: dict[str, Any]) -> str | None:
-    """How a manifest's threshold was chosen: re-picked on traffic, else the training rule."""
+    """How a manifest's threshold was chosen: re-picked on traffic, else the training rule.
+
+    A model refitted on part of the traffic (``gatebench adapt``) says so: its
+    threshold was picked on the other part.
+    """
     tuned = meta.get("traffic_threshold")
     if isinstance(tuned, dict) and tuned.get("rule"):
+        if isinstance(meta.get("adapted"), dict):
+            return f"benign traffic, the part not trained on: {tuned['rule']}"
         return f"benign traffic: {tuned['rule']}"
     op = meta.get("operating_point")
     return op.get("rule") if isinstance(op, dict) else None

@@ -19,6 +19,7 @@ from gatebench.cli import app
 from gatebench.errors import ConfigError
 from gatebench.modeldir import load_model
 from gatebench.seeding import child_seed
+from gatebench.served import served_model
 from gatebench.split.groups import LSHParams, group_keys
 from gatebench.unseen.overlap import training_trace
 
@@ -146,6 +147,8 @@ def test_adapted_model_is_refitted_on_one_part_and_tuned_on_the_other(
     assert len(before_scores) == len(after_scores) == a["tune"]["rows"]
     assert np.median(after_scores) < np.median(before_scores) - 0.2
     assert t["previous"]["flagged"] <= first["tune"]["flagged"]
+    rule = served_model(out).info()["threshold_rule"]
+    assert rule == f"benign traffic, the part not trained on: {t['rule']}"
     assert not (tmp_path / "game-help.trained").exists()
     assert not (tmp_path / "game-help.run").exists()
 
