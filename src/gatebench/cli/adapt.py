@@ -17,9 +17,11 @@ from gatebench.cli.bulk import (
     BulkJobs,
     BulkModel,
     BulkScheduler,
+    Confidence,
     IdField,
     MessagesField,
     PositionField,
+    TargetFpr,
     TextField,
     reading_options,
 )
@@ -50,12 +52,8 @@ def adapt(
             "picks the threshold.",
         ),
     ] = 0.5,
-    target_fpr: Annotated[
-        float, typer.Option("--target-fpr", help="Bound on the FPR of this traffic.")
-    ] = 0.01,
-    confidence: Annotated[
-        float, typer.Option("--confidence", help="Confidence of the one-sided exact bound.")
-    ] = 0.95,
+    target_fpr: TargetFpr = 0.01,
+    confidence: Confidence = 0.95,
     split_dir: Annotated[
         Path | None,
         typer.Option(

@@ -59,6 +59,11 @@ BulkScheduler = Annotated[
 BulkJobs = Annotated[
     int | None, typer.Option("--jobs", help="Local processes / local dask workers.")
 ]
+# What tune-threshold and adapt share: the bound on a sample of benign traffic.
+TargetFpr = Annotated[float, typer.Option("--target-fpr", help="Bound on the FPR of this traffic.")]
+Confidence = Annotated[
+    float, typer.Option("--confidence", help="Confidence of the one-sided exact bound.")
+]
 
 
 def reading_options(
@@ -225,12 +230,8 @@ def tune_threshold(
         Path, typer.Argument(help="Benign traffic: .parquet or .jsonl texts or conversations.")
     ],
     out: Annotated[Path, typer.Option("--out", help="The new model directory.")],
-    target_fpr: Annotated[
-        float, typer.Option("--target-fpr", help="Bound on the FPR of this traffic.")
-    ] = 0.01,
-    confidence: Annotated[
-        float, typer.Option("--confidence", help="Confidence of the one-sided exact bound.")
-    ] = 0.95,
+    target_fpr: TargetFpr = 0.01,
+    confidence: Confidence = 0.95,
     attacks: Annotated[
         Path | None,
         typer.Option(
