@@ -16,6 +16,9 @@ that add ``own.jsonl`` as a training source.
 to the traffic, labelled benign, as in a sample nobody cleared; ``measure``
 then leaves them out of the attacks it reads recall on.
 
+``pseudo`` keeps the part of a split's traffic (planted attacks included) that a
+model scores lowest, as training on traffic nobody cleared would.
+
 ``export`` writes the never-seen benign sources whole (``DIR/traffic.jsonl``,
 no labels) and the attack sources (``DIR/attacks.jsonl``), for ``gatebench
 adapt``, which splits and trains in one step.
@@ -173,6 +176,34 @@ def measure(args: argparse.Namespace) -> None:
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
+def pseudo(args: argparse.Namespace) -> None:
+    """Keep the traffic the model already scores lowest, as if nobody had cleared it.
+
+    Reads a split's ``own-traffic.jsonl`` (attacks planted with ``--contaminate``
+    included), scores it with ``--model`` and writes the lowest ``--keep`` share
+    to ``--out`` with the split's ``rest.jsonl`` and ``contaminants.json``: a
+    deployment training on its traffic without a reviewer, trusting the model
+    to set aside what looks like an attack.
+    """
+    rows = [json.loads(line) for line in (args.split / f"{SOURCE}.jsonl").read_text().splitlines()]
+    with tempfile.TemporaryDirectory() as name:
+        plain = [{"id": r["id"], "text": r["text"], "position": r["position"]} for r in rows]
+        scores = _scores(args.model, plain, Path(name), "traffic")
+    kept = np.argsort(scores, kind="stable")[: round(args.keep * len(rows))]
+    planted = [r["from"].endswith("(attack)") for r in rows]
+    args.out.mkdir(parents=True, exist_ok=True)
+    for extra in ("rest.jsonl", "contaminants.json"):
+        (args.out / extra).write_bytes((args.split / extra).read_bytes())
+    chosen = [rows[i] for i in sorted(kept)]
+    path = args.out / f"{SOURCE}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in chosen), encoding="utf-8")
+    flagged = scores >= load_model(args.model).threshold
+    print(f"{path}: the lowest {len(chosen)} of {len(rows)} by {args.model}; planted attacks "
+          f"kept {sum(planted[i] for i in kept)} of {sum(planted)}; benign rows the model "
+          f"flags kept {sum(flagged[i] and not planted[i] for i in kept)} of "
+          f"{sum(f and not p for f, p in zip(flagged, planted, strict=True))}")  # fmt: skip
+
+
 def export(args: argparse.Namespace) -> None:
     """Write the never-seen benign sources whole, unlabelled, and the attacks: files for
     ``gatebench adapt MODEL DIR/traffic.jsonl --attacks DIR/attacks.jsonl``."""
@@ -207,8 +238,13 @@ def main() -> None:
     ep.add_argument("--benign", nargs="+", required=True, help="never-seen benign sources")
     ep.add_argument("--attacks", nargs="+", required=True, help="never-seen attack sources")
     ep.add_argument("--out", type=Path, required=True)
+    pp = sub.add_parser("pseudo", help="keep the traffic the model scores lowest")
+    pp.add_argument("--split", type=Path, required=True, help="the split step's --out")
+    pp.add_argument("--model", type=Path, required=True, help="the model that scores it")
+    pp.add_argument("--keep", type=float, default=0.8, help="share of the rows kept")
+    pp.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
-    {"split": split, "measure": measure, "export": export}[args.step](args)
+    {"split": split, "measure": measure, "export": export, "pseudo": pseudo}[args.step](args)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from gatebench.parallel import Executor
 from gatebench.trace import TraceSpec
 from gatebench.unseen.overlap import training_spec
 
-__all__ = ["ADAPT_DIR", "adapt"]
+__all__ = ["ADAPT_DIR", "adapt", "source_name"]
 
 #: Where the first model's readings go, inside the new model directory.
 ADAPT_DIR = "adapted"
