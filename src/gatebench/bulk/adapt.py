@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from gatebench import api
 from gatebench.artifacts import write_json
 from gatebench.bulk.io import file_digest
 from gatebench.bulk.retune import recall_at, tune_threshold, unseen_scores
 from gatebench.bulk.traffic_bound import bound_at, check_bound, min_prompts
-from gatebench.bulk.traffic_split import read_sample, split_rows, write_rows
+from gatebench.bulk.traffic_split import SampleRows, read_sample, split_rows, write_rows
 from gatebench.config import RunConfig
 from gatebench.conversation import ScanPolicy
 from gatebench.errors import ConfigError
@@ -74,15 +77,15 @@ def source_name(out: Path) -> str:
 
 
 def _training_rows(
-    files: dict[str, Any], texts: list[str], positions: list[str]
+    files: dict[str, Any], texts: list[str], positions: list[str], labels: list[str]
 ) -> list[dict[str, Any]]:
     """The training part as rows a trace reads with the first model's file options."""
     rows: list[dict[str, Any]] = []
     place = files["position_field"] or "position"
-    for i, (text, position) in enumerate(zip(texts, positions, strict=True)):
+    for i, (text, position, label) in enumerate(zip(texts, positions, labels, strict=True)):
         row: dict[str, Any] = {files["text_field"]: text, place: position}
         if files["assume_label"] is None:
-            row[files["label_field"]] = "benign"
+            row[files["label_field"]] = label
         if files["id_field"]:
             row[files["id_field"]] = i
         if files["group_field"]:
@@ -147,6 +150,7 @@ def adapt(
     confidence: float = 0.95,
     split_dir: Path | None = None,
     attacks_path: Path | None = None,
+    train_attacks: bool = False,
     text_field: str = "text",
     messages_field: str = "messages",
     id_field: str | None = None,
@@ -178,7 +182,11 @@ def adapt(
         Where the two parts are written; default ``OUT.traffic`` beside ``out``.
     attacks_path : Path, optional
         A file of attacks: recall of the first model at its threshold and of
-        the new one at both of its thresholds.
+        the new one at both of its thresholds, on the attacks not trained on.
+    train_attacks : bool
+        Split the attacks as the sample is split (``train_share``, whole
+        clusters) and train on one part, labelled attack: a red team's
+        attacks teach the refit their kind, and recall is read on the rest.
     text_field, messages_field, id_field, position_field, batch_rows, executor, policy
         How the sample (and the attacks) are read and scored, as
         :func:`gatebench.bulk.score_file`.
@@ -202,70 +210,143 @@ def adapt(
     split_dir = split_dir or out.with_name(out.name + ".traffic")
     _check(model_dir, out, split_dir, train_share)
     check_bound(target_fpr, confidence)
-    need = min_prompts(target_fpr, confidence)
+    if train_attacks and attacks_path is None:
+        raise ConfigError("--train-attacks trains on part of --attacks FILE; give the file")
     meta = read_manifest(model_dir)
     spec = training_spec(meta, model_dir)
+    if train_attacks and spec["files"]["assume_label"] is not None:
+        raise ConfigError(
+            f"--train-attacks: the model read its files with --assume-label "
+            f"{spec['files']['assume_label']}, so a traffic file cannot carry both labels; "
+            "drop --train-attacks, or retrain the model with a label column in its files"
+        )
     reading = {"text_field": text_field, "messages_field": messages_field, "id_field": id_field,
                "position_field": position_field, "batch_rows": batch_rows}  # fmt: skip
-    sample = read_sample(benign_path, reading)
     seed = int(spec["seed"])
-    to_train, n_clusters = split_rows(sample.texts, train_share, seed)
-    n_train = int(to_train.sum())
-    n_tune = len(to_train) - n_train
-    if n_train == 0 or n_tune < need:
-        raise ConfigError(
-            f"{benign_path}: {len(to_train):,} usable benign rows "
-            f"({sum(sample.rejected.values()):,} of {sample.rows_read:,} rejected) split into "
-            f"{n_train:,} to train on and {n_tune:,} to tune on; an FPR bound of "
-            f"{target_fpr:g} at {confidence:g} confidence needs at least {need:,} to tune "
-            "on: add benign rows, lower --train-share, raise --target-fpr or lower "
-            "--confidence"
-        )
+    benign = _split(benign_path, reading, train_share, seed, "split")
+    _enough(benign, benign_path, min_prompts(target_fpr, confidence), target_fpr, confidence)
+    attacks = None
+    if attacks_path is not None:
+        attacks = _split(attacks_path, reading, train_share if train_attacks else 0.0, seed,
+                         "attacks")  # fmt: skip
+        if not (~attacks.to_train).any():
+            raise ConfigError(
+                f"--attacks {attacks_path}: no usable attack is left to read recall on "
+                f"({attacks.sample.rows_read:,} rows read); give more attacks or lower "
+                "--train-share"
+            )
     name = source_name(out)
     train_path, tune_path = split_dir / f"{name}.jsonl", split_dir / "tune.jsonl"
+    held_path = split_dir / "attacks.jsonl"
     staging = out.with_name(out.name + ".trained")
     run_dir = out.with_name(out.name + ".run")
     config, how = _recipe(meta, spec, train_path, name, data_dir=data_dir, cache_dir=cache_dir,
                           n_jobs=n_jobs, out=run_dir)  # fmt: skip
     split_dir.mkdir(parents=True, exist_ok=True)
-    texts = [t for t, keep in zip(sample.texts, to_train, strict=True) if keep]
-    positions = [p for p, keep in zip(sample.positions, to_train, strict=True) if keep]
-    write_rows(train_path, _training_rows(spec["files"], texts, positions))
-    write_rows(tune_path, [r for r, keep in zip(sample.records, to_train, strict=True) if not keep])
+    rows = benign.training_rows(spec["files"], "benign")
+    rows += attacks.training_rows(spec["files"], "attack") if attacks is not None else []
+    write_rows(train_path, rows)
+    write_rows(tune_path, benign.held())
+    if attacks is not None:
+        write_rows(held_path, attacks.held())
     for path in (staging, run_dir):
         shutil.rmtree(path, ignore_errors=True)
     scoring: dict[str, Any] = {
         **_TUNE_READING, "batch_rows": batch_rows, "executor": executor, "policy": policy,
     }  # fmt: skip
+    held = held_path if attacks is not None else None
     try:
         api.train(config, staging, **how)
         record = tune_threshold(
             staging, tune_path, out, target_fpr=target_fpr, confidence=confidence,
-            attacks_path=attacks_path, data_dir=data_dir, cache_dir=cache_dir, **scoring,
+            attacks_path=held, data_dir=data_dir, cache_dir=cache_dir, **scoring,
         )  # fmt: skip
     finally:
         for path in (staging, run_dir):
             shutil.rmtree(path, ignore_errors=True)
-    first = _first_model(model_dir, meta, tune_path, attacks_path, out, scoring, reading,
-                         confidence, data_dir, cache_dir)  # fmt: skip
+    first = _first_model(model_dir, meta, tune_path, held, out, scoring, confidence, data_dir,
+                         cache_dir)  # fmt: skip
     adapted = {
         "from_model": str(model_dir.resolve()),
-        "input": {"path": str(benign_path.resolve()), **file_digest(benign_path)},
-        "rows_read": sample.rows_read,
-        "rows_rejected": sum(sample.rejected.values()),
-        "rejected_by_reason": dict(sample.rejected),
-        "clusters": n_clusters,
+        **benign.record(benign_path),
         "train_share": train_share,
         "seed": seed,
         "split": "whole near-duplicate clusters to one side, in a seeded random order",
-        "train": {"path": str(train_path.resolve()), "source": name, "rows": n_train},
-        "tune": {"path": str(tune_path.resolve()), "rows": n_tune},
+        "train": {"path": str(train_path.resolve()), "source": name, "rows": len(rows)},
+        "tune": {"path": str(tune_path.resolve()), "rows": benign.n_held},
         "refit_threshold": how,
         "first_model": first,
     }
+    if attacks is not None and attacks_path is not None:
+        adapted["attacks"] = {
+            **attacks.record(attacks_path), "trained_on": bool(train_attacks),
+            "held": {"path": str(held_path.resolve()), "rows": attacks.n_held},
+        }  # fmt: skip
     new_meta = read_manifest(out)
     write_json(out / MANIFEST, {**new_meta, "adapted": adapted})
     return {"adapted": adapted, "traffic_threshold": record}
+
+
+@dataclass
+class _Parts:
+    """A file's usable rows, and which of them go to the training part."""
+
+    sample: SampleRows
+    to_train: np.ndarray
+    clusters: int
+
+    @property
+    def n_train(self) -> int:
+        return int(self.to_train.sum())
+
+    @property
+    def n_held(self) -> int:
+        return len(self.to_train) - self.n_train
+
+    def held(self) -> list[dict[str, Any]]:
+        """The rows kept out of the fit, as read (to be scored)."""
+        return [r for r, keep in zip(self.sample.records, self.to_train, strict=True) if not keep]
+
+    def training_rows(self, files: dict[str, Any], label: str) -> list[dict[str, Any]]:
+        """The rows to fit on, as a trace reads them, labelled ``label``."""
+        keep = self.to_train
+        texts = [t for t, k in zip(self.sample.texts, keep, strict=True) if k]
+        positions = [p for p, k in zip(self.sample.positions, keep, strict=True) if k]
+        return _training_rows(files, texts, positions, [label] * len(texts))
+
+    def record(self, path: Path) -> dict[str, Any]:
+        """What was read from ``path`` and how it was split, for the manifest."""
+        return {
+            "input": {"path": str(path.resolve()), **file_digest(path)},
+            "rows_read": self.sample.rows_read,
+            "rows_rejected": sum(self.sample.rejected.values()),
+            "rejected_by_reason": dict(self.sample.rejected),
+            "clusters": self.clusters,
+            "rows_trained_on": self.n_train,
+        }
+
+
+def _split(path: Path, reading: dict[str, Any], share: float, seed: int, stream: str) -> _Parts:
+    """Read ``path`` and split it; ``share`` 0 keeps every row out of the fit."""
+    sample = read_sample(path, reading)
+    if share == 0.0:
+        return _Parts(sample, np.zeros(len(sample.texts), dtype=bool), 0)
+    to_train, clusters = split_rows(sample.texts, share, seed, stream)
+    return _Parts(sample, to_train, clusters)
+
+
+def _enough(parts: _Parts, path: Path, need: int, target_fpr: float, confidence: float) -> None:
+    """Refuse, before any fitting, a split that leaves nothing to train on or too few to tune."""
+    if parts.n_train == 0 or parts.n_held < need:
+        s = parts.sample
+        raise ConfigError(
+            f"{path}: {len(s.texts):,} usable benign rows "
+            f"({sum(s.rejected.values()):,} of {s.rows_read:,} rejected) split into "
+            f"{parts.n_train:,} to train on and {parts.n_held:,} to tune on; an FPR bound of "
+            f"{target_fpr:g} at {confidence:g} confidence needs at least {need:,} to tune "
+            "on: add benign rows, lower --train-share, raise --target-fpr or lower "
+            "--confidence"
+        )
 
 
 def _first_model(
@@ -275,7 +356,6 @@ def _first_model(
     attacks_path: Path | None,
     out: Path,
     scoring: dict[str, Any],
-    reading: dict[str, Any],
     confidence: float,
     data_dir: Path | None,
     cache_dir: Path,
@@ -294,9 +374,8 @@ def _first_model(
         "tune": bound_at(scores, threshold, confidence).as_dict(),
     }
     if attacks_path is not None:
-        attack_options = {**scoring, **reading}
         hits, _, trained = unseen_scores(
-            model_dir, attacks_path, where / "first-model-attacks.parquet", attack_options,
+            model_dir, attacks_path, where / "first-model-attacks.parquet", scoring,
             data_dir=data_dir, cache_dir=cache_dir,
         )  # fmt: skip
         first["attacks"] = {**recall_at(hits, threshold), "rows_trained_on": trained}

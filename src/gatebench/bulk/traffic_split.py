@@ -81,20 +81,23 @@ def read_sample(path: Path, reading: Mapping[str, Any]) -> SampleRows:
     return out
 
 
-def split_rows(texts: list[str], share: float, seed: int) -> tuple[np.ndarray, int]:
+def split_rows(
+    texts: list[str], share: float, seed: int, stream: str = "split"
+) -> tuple[np.ndarray, int]:
     """Which rows go to the training side (a boolean mask), and how many clusters there were.
 
     ``seed`` is the model's trace seed: the clusters are the trace's composite
     groups (exact normalised text, MinHash with the trace's LSH seed), so no
     tuning row shares a group with a training row when the model is refitted.
-    Whole clusters move together, in an order drawn from ``seed``, until the
-    training side holds at least ``share`` of the rows.
+    Whole clusters move together, in an order drawn from ``seed`` (the child
+    ``stream``, one per file split), until the training side holds at least
+    ``share`` of the rows.
     """
     ids = list(range(len(texts)))
     params = LSHParams(seed=child_seed(seed, "minhash"))
     cluster = group_keys(texts, ids, None, params).groups
     n_clusters = int(cluster.max()) + 1 if len(cluster) else 0
-    order = np.random.default_rng(child_seed(seed, "adapt", "split")).permutation(n_clusters)
+    order = np.random.default_rng(child_seed(seed, "adapt", stream)).permutation(n_clusters)
     sizes = np.bincount(cluster, minlength=n_clusters)[order]
     # A cluster joins the training side while the rows before it fall short of the share.
     before = np.cumsum(sizes) - sizes

@@ -70,6 +70,14 @@ def adapt(
             "thresholds (it moves no threshold).",
         ),
     ] = None,
+    train_attacks: Annotated[
+        bool,
+        typer.Option(
+            "--train-attacks",
+            help="Also train on part of --attacks (the same share, whole clusters), "
+            "labelled attack; recall is read on the rest.",
+        ),
+    ] = False,
     data_dir: DataDir = None,
     text_field: TextField = "text",
     messages_field: MessagesField = "messages",
@@ -90,7 +98,8 @@ def adapt(
     try:
         result = run_adapt(
             model_dir, benign_path, out, train_share=train_share, target_fpr=target_fpr,
-            confidence=confidence, split_dir=split_dir, attacks_path=attacks, n_jobs=jobs,
+            confidence=confidence, split_dir=split_dir, attacks_path=attacks,
+            train_attacks=train_attacks, n_jobs=jobs,
             data_dir=data_dir, **options,
         )  # fmt: skip
     except GatebenchError as exc:
@@ -103,11 +112,18 @@ def _print_adapted(result: dict[str, Any], out: Path) -> None:
     a, t = result["adapted"], result["traffic_threshold"]
     console.print(
         f"{a['rows_read']:,} rows read, {a['rows_rejected']:,} rejected (counted in the "
-        f"manifest); {a['clusters']:,} near-duplicate clusters: {a['train']['rows']:,} rows "
+        f"manifest); {a['clusters']:,} near-duplicate clusters: {a['rows_trained_on']:,} rows "
         f"trained on ({a['train']['path']}), {a['tune']['rows']:,} to tune on "
         f"({a['tune']['path']})",
         highlight=False,
     )
+    if "attacks" in a:
+        k = a["attacks"]
+        console.print(
+            f"attacks: {k['rows_read']:,} rows read, {k['rows_rejected']:,} rejected; "
+            f"{k['rows_trained_on']:,} trained on, {k['held']['rows']:,} kept out for recall",
+            highlight=False,
+        )
     first = a["first_model"]
     level = f"{100 * t['confidence']:g}%"
     table = Table(title=f"FPR on the tuning part (upper bound at {level} confidence)")
