@@ -86,12 +86,14 @@ def save_model(
 def shipped_rule(meta: dict[str, Any]) -> str | None:
     """How a manifest's threshold was chosen: re-picked on traffic, else the training rule.
 
-    A model refitted on part of the traffic (``gatebench adapt``) says so: its
-    threshold was picked on the other part.
+    A model refitted on part of the traffic (``gatebench adapt``) says so while
+    its threshold is the one picked on the other part (the same file's digest).
     """
     tuned = meta.get("traffic_threshold")
     if isinstance(tuned, dict) and tuned.get("rule"):
-        if isinstance(meta.get("adapted"), dict):
+        adapted = meta.get("adapted")
+        tune = adapted.get("tune", {}) if isinstance(adapted, dict) else {}
+        if tune.get("sha256") and tune.get("sha256") == tuned.get("input", {}).get("sha256"):
             return f"benign traffic, the part not trained on: {tuned['rule']}"
         return f"benign traffic: {tuned['rule']}"
     op = meta.get("operating_point")

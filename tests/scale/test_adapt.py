@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from cli_checks import fails_cleanly
 from gatebench.bulk.adapt import ADAPT_DIR, _recipe, _training_rows, adapt, source_name
-from gatebench.bulk.retune import SCORES_FILE
+from gatebench.bulk.retune import SCORES_FILE, tune_threshold
 from gatebench.bulk.traffic_split import read_sample, split_rows
 from gatebench.cli import app
 from gatebench.errors import ConfigError
@@ -149,6 +149,11 @@ def test_adapted_model_is_refitted_on_one_part_and_tuned_on_the_other(
     assert t["previous"]["flagged"] <= first["tune"]["flagged"]
     rule = served_model(out).info()["threshold_rule"]
     assert rule == f"benign traffic, the part not trained on: {t['rule']}"
+    # Re-picked later on other traffic, the rule no longer claims the adapted split.
+    again = tune_threshold(out, traffic, tmp_path / "again", target_fpr=0.05, keep_overlap=True)
+    assert served_model(tmp_path / "again").info()["threshold_rule"] == (
+        f"benign traffic: {again['rule']}"
+    )
     assert not (tmp_path / "game-help.trained").exists()
     assert not (tmp_path / "game-help.run").exists()
 

@@ -273,7 +273,11 @@ def adapt(
         "seed": seed,
         "split": "whole near-duplicate clusters to one side, in a seeded random order",
         "train": {"path": str(train_path.resolve()), "source": name, "rows": len(rows)},
-        "tune": {"path": str(tune_path.resolve()), "rows": benign.n_held},
+        "tune": {
+            "path": str(tune_path.resolve()),
+            "rows": benign.n_held,
+            **file_digest(tune_path),
+        },
         "refit_threshold": how,
         "first_model": first,
     }

@@ -1,4 +1,4 @@
-"""A sample of benign traffic split in two: a part to train on and a part to tune on.
+"""A sample of traffic split in two: a part to train on and a part to measure on.
 
 Training on a deployment's benign traffic improves how the model ranks that
 traffic; the threshold must then be picked on traffic the model did not fit,
