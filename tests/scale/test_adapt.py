@@ -304,3 +304,25 @@ def test_train_attacks_fits_on_part_of_them_and_reads_recall_on_the_rest(
     assert first < 0.5 and t["attacks"]["chosen"]["recall"] > first + 0.3
     with pytest.raises(ConfigError, match="give the file"):
         adapt(model_dir, traffic, tmp_path / "none", train_attacks=True)
+
+
+def test_parquet_samples_read_as_their_jsonl_twins(traffic: Path, tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    # A Parquet file holds texts or conversations, one kind per file.
+    rows = _lines(traffic)
+    texts = [r for r in rows if "messages" not in r and isinstance(r.get("text"), str | None)]
+    chats = [r for r in rows if "messages" in r]
+    text_path, chat_path = tmp_path / "texts.parquet", tmp_path / "chats.parquet"
+    pq.write_table(pa.table({"id": [r["id"] for r in texts], "text": [r["text"] for r in texts]}),
+                   text_path)  # fmt: skip
+    pq.write_table(pa.table({"messages": [r["messages"] for r in chats]}), chat_path)
+    from_jsonl = read_sample(traffic, {"text_field": "text"})
+    from_texts = read_sample(text_path, {"text_field": "text"})
+    from_chats = read_sample(chat_path, {"text_field": "text"})
+    assert from_texts.texts + from_chats.texts == from_jsonl.texts
+    assert from_texts.rows_read == 777 and dict(from_texts.rejected) == {"empty": 1, "null": 1}
+    assert dict(from_chats.rejected) == {"nothing_to_scan": 1}
+    assert from_chats.records == [
+        {"id": 0, "messages": [{"role": "user", "content": "How do I kill the dragon?"}]}
+    ]
