@@ -247,7 +247,7 @@ def test_a_model_trained_on_a_file_with_its_own_columns_is_adapted(
         label_field="y", data_dir=data_dir, cache_dir=tmp_path / "cache", out=tmp_path / "run",
         bootstrap=200, folds=3, n_jobs=1, diagnostics="none",
     )  # fmt: skip
-    first = api.train(cfg, tmp_path / "first", operating_point="headline")
+    first = api.train(cfg, tmp_path / "first", operating_point="headline", holdout=0.1)
     out = tmp_path / "second"
     result = adapt(first, traffic, out, target_fpr=0.02, data_dir=data_dir,
                    cache_dir=tmp_path / "cache", n_jobs=1)  # fmt: skip
@@ -260,6 +260,9 @@ def test_a_model_trained_on_a_file_with_its_own_columns_is_adapted(
     counts = trace.frame["source"].value_counts()
     assert counts["red-team"] == 40 and counts["second-traffic"] > 300
     assert result["traffic_threshold"]["rows_trained_on"] == 0
+    # Its prompts held out for timing are held out again, drawn from the same seed.
+    assert load_model(out).meta["holdout"]["fraction"] == 0.1
+    assert (out / "holdout.jsonl").is_file()
 
 
 @pytest.fixture(scope="module")

@@ -255,8 +255,10 @@ def adapt(
         **_TUNE_READING, "batch_rows": batch_rows, "executor": executor, "policy": policy,
     }  # fmt: skip
     held = held_path if attacks is not None else None
+    # A first model fitted with prompts held out (for `bench latency`) is refitted so too.
+    held_share = float((meta.get("holdout") or {}).get("fraction", 0.0))
     try:
-        api.train(config, staging, **how)
+        api.train(config, staging, holdout=held_share, **how)
         record = tune_threshold(
             staging, tune_path, out, target_fpr=target_fpr, confidence=confidence,
             attacks_path=held, data_dir=data_dir, cache_dir=cache_dir, **scoring,
