@@ -16,7 +16,7 @@ from gatebench.bulk.adapt import ADAPT_DIR, _recipe, _training_rows, adapt, sour
 from gatebench.bulk.retune import SCORES_FILE, tune_threshold
 from gatebench.bulk.traffic_split import read_sample, split_rows
 from gatebench.cli import app
-from gatebench.errors import ConfigError
+from gatebench.errors import ConfigError, DataError
 from gatebench.modeldir import load_model
 from gatebench.seeding import child_seed
 from gatebench.served import served_model
@@ -156,6 +156,10 @@ def test_adapted_model_is_refitted_on_one_part_and_tuned_on_the_other(
     )
     assert not (tmp_path / "game-help.trained").exists()
     assert not (tmp_path / "game-help.run").exists()
+    assert not (tmp_path / "game-help.first").exists()
+    assert sorted(p.name for p in (out / ADAPT_DIR).iterdir()) == [
+        "first-model-tune.parquet", "first-model-tune.summary.json",
+    ]  # fmt: skip
 
 
 def test_refusals_come_before_any_fitting(
@@ -263,6 +267,11 @@ def test_a_model_trained_on_a_file_with_its_own_columns_is_adapted(
     # Its prompts held out for timing are held out again, drawn from the same seed.
     assert load_model(out).meta["holdout"]["fraction"] == 0.1
     assert (out / "holdout.jsonl").is_file()
+    # A first model whose files are gone is refused before anything is written or fitted.
+    extra.unlink()
+    with pytest.raises(DataError, match=r"red-team\.jsonl"):
+        adapt(first, traffic, tmp_path / "third", data_dir=data_dir, cache_dir=tmp_path / "c")
+    assert not list(tmp_path.glob("third*"))
 
 
 @pytest.fixture(scope="module")

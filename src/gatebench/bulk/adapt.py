@@ -249,12 +249,16 @@ def adapt(
     write_rows(tune_path, benign.held())
     if attacks is not None:
         write_rows(held_path, attacks.held())
-    for path in (staging, run_dir):
+    readings = out.with_name(out.name + ".first")
+    for path in (staging, run_dir, readings):
         shutil.rmtree(path, ignore_errors=True)
     scoring: dict[str, Any] = {
         **_TUNE_READING, "batch_rows": batch_rows, "executor": executor, "policy": policy,
     }  # fmt: skip
     held = held_path if attacks is not None else None
+    # Before the refit: a first model whose trace cannot be rebuilt fails here, not later.
+    first = _first_model(model_dir, meta, tune_path, held, readings, scoring, confidence,
+                         data_dir, cache_dir)  # fmt: skip
     # A first model fitted with prompts held out (for `bench latency`) is refitted so too.
     held_share = float((meta.get("holdout") or {}).get("fraction", 0.0))
     try:
@@ -263,11 +267,13 @@ def adapt(
             staging, tune_path, out, target_fpr=target_fpr, confidence=confidence,
             attacks_path=held, data_dir=data_dir, cache_dir=cache_dir, **scoring,
         )  # fmt: skip
+    except BaseException:
+        shutil.rmtree(readings, ignore_errors=True)
+        raise
     finally:
         for path in (staging, run_dir):
             shutil.rmtree(path, ignore_errors=True)
-    first = _first_model(model_dir, meta, tune_path, held, out, scoring, confidence, data_dir,
-                         cache_dir)  # fmt: skip
+    readings.rename(out / ADAPT_DIR)
     adapted = {
         "from_model": str(model_dir.resolve()),
         **benign.record(benign_path),
@@ -360,16 +366,19 @@ def _first_model(
     meta: dict[str, Any],
     tune_path: Path,
     attacks_path: Path | None,
-    out: Path,
+    where: Path,
     scoring: dict[str, Any],
     confidence: float,
     data_dir: Path | None,
     cache_dir: Path,
 ) -> dict[str, Any]:
-    """The first model on the tuning part (and the attacks) at its own threshold."""
+    """The first model on the tuning part (and the attacks) at its own threshold.
+
+    The per-row scores are written to ``where``, which becomes the new model
+    directory's ``adapted/``.
+    """
     threshold = float(meta["threshold"])
-    where = out / ADAPT_DIR
-    where.mkdir(exist_ok=True)
+    where.mkdir(parents=True)
     scores, _, aside = unseen_scores(
         model_dir, tune_path, where / "first-model-tune.parquet", scoring,
         data_dir=data_dir, cache_dir=cache_dir,
