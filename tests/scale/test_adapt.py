@@ -267,7 +267,10 @@ def test_a_model_trained_on_a_file_with_its_own_columns_is_adapted(
     # Its prompts held out for timing are held out again, drawn from the same seed.
     assert load_model(out).meta["holdout"]["fraction"] == 0.1
     assert (out / "holdout.jsonl").is_file()
-    # A first model whose files are gone is refused before anything is written or fitted.
+    # A first model whose files changed or are gone is refused before anything is written.
+    extra.write_text(extra.read_text(encoding="utf-8").replace("manual", "guide"), "utf-8")
+    with pytest.raises(DataError, match="retrain it"):
+        adapt(first, traffic, tmp_path / "third", data_dir=data_dir, cache_dir=tmp_path / "c")
     extra.unlink()
     with pytest.raises(DataError, match=r"red-team\.jsonl"):
         adapt(first, traffic, tmp_path / "third", data_dir=data_dir, cache_dir=tmp_path / "c")

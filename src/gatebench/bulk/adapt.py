@@ -41,7 +41,7 @@ from gatebench.errors import ConfigError
 from gatebench.modeldir import MANIFEST, read_manifest
 from gatebench.parallel import Executor
 from gatebench.trace import TraceSpec
-from gatebench.unseen.overlap import training_spec
+from gatebench.unseen.overlap import training_spec, training_trace
 
 __all__ = ["ADAPT_DIR", "adapt", "source_name"]
 
@@ -242,6 +242,9 @@ def adapt(
     run_dir = out.with_name(out.name + ".run")
     config, how = _recipe(meta, spec, train_path, name, data_dir=data_dir, cache_dir=cache_dir,
                           n_jobs=n_jobs, out=run_dir)  # fmt: skip
+    # The first model is read on the tuning part through its rebuilt trace: a trace that
+    # cannot be rebuilt (files gone or changed) is refused here, before anything is written.
+    training_trace(meta, model_dir, data_dir=data_dir, cache_dir=cache_dir)
     split_dir.mkdir(parents=True, exist_ok=True)
     rows = benign.training_rows(spec["files"], "benign")
     rows += attacks.training_rows(spec["files"], "attack") if attacks is not None else []
@@ -256,7 +259,6 @@ def adapt(
         **_TUNE_READING, "batch_rows": batch_rows, "executor": executor, "policy": policy,
     }  # fmt: skip
     held = held_path if attacks is not None else None
-    # Before the refit: a first model whose trace cannot be rebuilt fails here, not later.
     first = _first_model(model_dir, meta, tune_path, held, readings, scoring, confidence,
                          data_dir, cache_dir)  # fmt: skip
     # A first model fitted with prompts held out (for `bench latency`) is refitted so too.
