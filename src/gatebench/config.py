@@ -186,6 +186,12 @@ def output_directory(path: Path, option: str) -> Path:
     return path
 
 
+def new_directory(path: Path, option: str) -> None:
+    """Refuse ``path`` for a directory to create when it exists and is not empty."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ConfigError(f"{option} {path} exists and is not empty; name a new directory")
+
+
 def not_a_directory(path: Path) -> None:
     """Refuse an output directory that already exists as a file, before any work is done."""
     if path.exists() and not path.is_dir():

@@ -35,12 +35,12 @@ from gatebench.bulk.io import file_digest
 from gatebench.bulk.retune import recall_at, tune_threshold, unseen_scores
 from gatebench.bulk.traffic_bound import bound_at, check_bound, min_prompts
 from gatebench.bulk.traffic_split import SampleRows, read_sample, split_rows, write_rows
-from gatebench.config import RunConfig
+from gatebench.config import RunConfig, new_directory
 from gatebench.conversation import ScanPolicy
 from gatebench.errors import ConfigError
 from gatebench.modeldir import MANIFEST, read_manifest
 from gatebench.parallel import Executor
-from gatebench.trace import TraceSpec
+from gatebench.trace import Trace, TraceSpec
 from gatebench.unseen.overlap import training_spec, training_trace
 
 __all__ = ["ADAPT_DIR", "adapt", "source_name"]
@@ -53,11 +53,6 @@ _TUNE_READING = {"text_field": "text", "messages_field": "messages", "id_field":
                  "position_field": "position"}  # fmt: skip
 
 
-def _free(path: Path, option: str) -> None:
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise ConfigError(f"{option} {path} exists and is not empty; name a new directory")
-
-
 def _check(model_dir: Path, out: Path, split_dir: Path, train_share: float) -> None:
     if not 0.0 < train_share < 1.0:
         raise ConfigError(
@@ -66,8 +61,8 @@ def _check(model_dir: Path, out: Path, split_dir: Path, train_share: float) -> N
         )
     if out.resolve() == model_dir.resolve():
         raise ConfigError(f"--out {out} is the model directory itself; name a new directory")
-    _free(out, "--out")
-    _free(split_dir, "--split-dir")
+    new_directory(out, "--out")
+    new_directory(split_dir, "--split-dir")
 
 
 def source_name(out: Path) -> str:
@@ -224,14 +219,14 @@ def adapt(
                "position_field": position_field, "batch_rows": batch_rows}  # fmt: skip
     seed = int(spec["seed"])
     benign = _split(benign_path, reading, train_share, seed, "split")
-    _enough(benign, benign_path, min_prompts(target_fpr, confidence), target_fpr, confidence)
+    _enough(benign, min_prompts(target_fpr, confidence), target_fpr, confidence)
     attacks = None
     if attacks_path is not None:
         attacks = _split(attacks_path, reading, train_share if train_attacks else 0.0, seed,
                          "attacks")  # fmt: skip
         if not (~attacks.to_train).any():
             raise ConfigError(
-                f"--attacks {attacks_path}: no usable attack is left to read recall on "
+                f"--attacks {attacks.path}: no usable attack is left to read recall on "
                 f"({attacks.sample.rows_read:,} rows read); give more attacks or lower "
                 "--train-share"
             )
@@ -244,7 +239,7 @@ def adapt(
                           n_jobs=n_jobs, out=run_dir)  # fmt: skip
     # The first model is read on the tuning part through its rebuilt trace: a trace that
     # cannot be rebuilt (files gone or changed) is refused here, before anything is written.
-    training_trace(meta, model_dir, data_dir=data_dir, cache_dir=cache_dir)
+    first_trace = training_trace(meta, model_dir, data_dir=data_dir, cache_dir=cache_dir)
     split_dir.mkdir(parents=True, exist_ok=True)
     rows = benign.training_rows(spec["files"], "benign")
     rows += attacks.training_rows(spec["files"], "attack") if attacks is not None else []
@@ -259,8 +254,8 @@ def adapt(
         **_TUNE_READING, "batch_rows": batch_rows, "executor": executor, "policy": policy,
     }  # fmt: skip
     held = held_path if attacks is not None else None
-    first = _first_model(model_dir, meta, tune_path, held, readings, scoring, confidence,
-                         data_dir, cache_dir)  # fmt: skip
+    first = _first_model(model_dir, meta, first_trace, tune_path, held, readings, scoring,
+                         confidence)  # fmt: skip
     # A first model fitted with prompts held out (for `bench latency`) is refitted so too.
     held_share = float((meta.get("holdout") or {}).get("fraction", 0.0))
     try:
@@ -278,7 +273,7 @@ def adapt(
     readings.rename(out / ADAPT_DIR)
     adapted = {
         "from_model": str(model_dir.resolve()),
-        **benign.record(benign_path),
+        **benign.record(),
         "train_share": train_share,
         "seed": seed,
         "split": "whole near-duplicate clusters to one side, in a seeded random order",
@@ -291,9 +286,9 @@ def adapt(
         "refit_threshold": how,
         "first_model": first,
     }
-    if attacks is not None and attacks_path is not None:
+    if attacks is not None:
         adapted["attacks"] = {
-            **attacks.record(attacks_path), "trained_on": bool(train_attacks),
+            **attacks.record(), "trained_on": bool(train_attacks),
             "held": {"path": str(held_path.resolve()), "rows": attacks.n_held},
         }  # fmt: skip
     new_meta = read_manifest(out)
@@ -305,6 +300,7 @@ def adapt(
 class _Parts:
     """A file's usable rows, and which of them go to the training part."""
 
+    path: Path
     sample: SampleRows
     to_train: np.ndarray
     clusters: int
@@ -328,10 +324,10 @@ class _Parts:
         positions = [p for p, k in zip(self.sample.positions, keep, strict=True) if k]
         return _training_rows(files, texts, positions, [label] * len(texts))
 
-    def record(self, path: Path) -> dict[str, Any]:
-        """What was read from ``path`` and how it was split, for the manifest."""
+    def record(self) -> dict[str, Any]:
+        """What was read and how it was split, for the manifest."""
         return {
-            "input": {"path": str(path.resolve()), **file_digest(path)},
+            "input": {"path": str(self.path.resolve()), **file_digest(self.path)},
             "rows_read": self.sample.rows_read,
             "rows_rejected": sum(self.sample.rejected.values()),
             "rejected_by_reason": dict(self.sample.rejected),
@@ -344,17 +340,17 @@ def _split(path: Path, reading: dict[str, Any], share: float, seed: int, stream:
     """Read ``path`` and split it; ``share`` 0 keeps every row out of the fit."""
     sample = read_sample(path, reading)
     if share == 0.0:
-        return _Parts(sample, np.zeros(len(sample.texts), dtype=bool), 0)
+        return _Parts(path, sample, np.zeros(len(sample.texts), dtype=bool), 0)
     to_train, clusters = split_rows(sample.texts, share, seed, stream)
-    return _Parts(sample, to_train, clusters)
+    return _Parts(path, sample, to_train, clusters)
 
 
-def _enough(parts: _Parts, path: Path, need: int, target_fpr: float, confidence: float) -> None:
+def _enough(parts: _Parts, need: int, target_fpr: float, confidence: float) -> None:
     """Refuse, before any fitting, a split that leaves nothing to train on or too few to tune."""
     if parts.n_train == 0 or parts.n_held < need:
         s = parts.sample
         raise ConfigError(
-            f"{path}: {len(s.texts):,} usable benign rows "
+            f"{parts.path}: {len(s.texts):,} usable benign rows "
             f"({sum(s.rejected.values()):,} of {s.rows_read:,} rejected) split into "
             f"{parts.n_train:,} to train on and {parts.n_held:,} to tune on; an FPR bound of "
             f"{target_fpr:g} at {confidence:g} confidence needs at least {need:,} to tune "
@@ -366,34 +362,32 @@ def _enough(parts: _Parts, path: Path, need: int, target_fpr: float, confidence:
 def _first_model(
     model_dir: Path,
     meta: dict[str, Any],
+    train: Trace,
     tune_path: Path,
     attacks_path: Path | None,
     where: Path,
     scoring: dict[str, Any],
     confidence: float,
-    data_dir: Path | None,
-    cache_dir: Path,
 ) -> dict[str, Any]:
     """The first model on the tuning part (and the attacks) at its own threshold.
 
-    The per-row scores are written to ``where``, which becomes the new model
-    directory's ``adapted/``.
+    ``train`` is its rebuilt training trace, which sets aside the rows it was
+    trained on. The per-row scores are written to ``where``, which becomes the
+    new model directory's ``adapted/``.
     """
     threshold = float(meta["threshold"])
     where.mkdir(parents=True)
-    scores, _, aside = unseen_scores(
-        model_dir, tune_path, where / "first-model-tune.parquet", scoring,
-        data_dir=data_dir, cache_dir=cache_dir,
-    )  # fmt: skip
+    files = [(tune_path, where / "first-model-tune.parquet")]
+    if attacks_path is not None:
+        files.append((attacks_path, where / "first-model-attacks.parquet"))
+    read = unseen_scores(model_dir, files, scoring, data_dir=None, cache_dir=None, train=train)
+    scores, aside = read[0]
     first: dict[str, Any] = {
         "threshold": threshold,
         "tune_rows_trained_on": aside,
         "tune": bound_at(scores, threshold, confidence).as_dict(),
     }
     if attacks_path is not None:
-        hits, _, trained = unseen_scores(
-            model_dir, attacks_path, where / "first-model-attacks.parquet", scoring,
-            data_dir=data_dir, cache_dir=cache_dir,
-        )  # fmt: skip
+        hits, trained = read[1]
         first["attacks"] = {**recall_at(hits, threshold), "rows_trained_on": trained}
     return first

@@ -42,10 +42,12 @@ from gatebench.bulk.traffic_bound import (
     min_prompts,
     traffic_bound,
 )
+from gatebench.config import new_directory
 from gatebench.conversation import ScanPolicy
 from gatebench.errors import ConfigError
 from gatebench.modeldir import MANIFEST, read_manifest
 from gatebench.parallel import Executor
+from gatebench.trace import Trace
 
 __all__ = ["ATTACKS_FILE", "SCORES_FILE", "recall_at", "tune_threshold", "unseen_scores"]
 
@@ -64,8 +66,7 @@ def _check(model_dir: Path, out: Path, target_fpr: float, confidence: float) -> 
             f"--out {out} is the model directory itself; the input model is never changed: "
             "name a new directory"
         )
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ConfigError(f"--out {out} exists and is not empty; name a new directory")
+    new_directory(out, "--out")
 
 
 def tune_threshold(
@@ -181,25 +182,30 @@ def _set_aside(
 
 def unseen_scores(
     model_dir: Path,
-    path: Path,
-    out: Path,
+    files: list[tuple[Path, Path]],
     options: dict[str, Any],
     *,
     data_dir: Path | None,
     cache_dir: Path | None,
-) -> tuple[np.ndarray, dict[str, Any], int]:
-    """Scores of the rows of ``path`` neither rejected nor trained on; the summary; rows set aside.
+    train: Trace | None = None,
+) -> list[tuple[np.ndarray, int]]:
+    """Per ``(input, output)`` file: scores of the rows neither rejected nor trained on, and
+    the rows set aside as trained on.
 
     ``options`` are :func:`~gatebench.bulk.score.run_bulk`'s reading and
-    executor options. The per-row scores are written to ``out``.
+    executor options; each file's per-row scores go to its output path. The
+    model's training trace is rebuilt once for all the files (or ``train``,
+    already rebuilt, is used).
     """
     reading = {k: options[k] for k in _READING if k in options}
     aside, _ = trained_rows(
-        read_manifest(model_dir), model_dir, [path], reading, data_dir=data_dir,
-        cache_dir=cache_dir,
+        read_manifest(model_dir), model_dir, [path for path, _ in files], reading,
+        data_dir=data_dir, cache_dir=cache_dir, train=train,
     )  # fmt: skip
-    scores, summary = _scored(model_dir, path, out, options, aside[0])
-    return scores, summary, len(aside[0])
+    return [
+        (_scored(model_dir, path, out, options, rows)[0], len(rows))
+        for (path, out), rows in zip(files, aside, strict=True)
+    ]
 
 
 def _tune(

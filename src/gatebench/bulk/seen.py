@@ -23,6 +23,7 @@ from gatebench.bulk.io import PartitionReader
 from gatebench.chunking import chunk_texts
 from gatebench.conversation import ConversationError
 from gatebench.data.local import conversation_text
+from gatebench.trace import Trace
 from gatebench.unseen.overlap import overlapping_prompts, training_trace
 
 __all__ = ["trained_rows"]
@@ -59,6 +60,7 @@ def trained_rows(
     *,
     data_dir: Path | None,
     cache_dir: Path | None,
+    train: Trace | None = None,
 ) -> tuple[list[set[int]], dict[str, Any]]:
     """Per file, the 0-based input rows the model was trained on; and a record of the check.
 
@@ -74,6 +76,8 @@ def trained_rows(
         :class:`~gatebench.bulk.io.PartitionReader` options (columns, batch rows).
     data_dir, cache_dir : Path or None
         Where the training trace's sources are, and the trace cache.
+    train : Trace, optional
+        The training trace, already rebuilt (by :func:`training_trace`).
 
     Raises
     ------
@@ -81,7 +85,8 @@ def trained_rows(
         The manifest records no training trace, or its files have changed; the
         message names ``--keep-overlap``.
     """
-    train = training_trace(meta, model_dir, data_dir=data_dir, cache_dir=cache_dir)
+    if train is None:
+        train = training_trace(meta, model_dir, data_dir=data_dir, cache_dir=cache_dir)
     seed = int(train.info["spec"]["seed"])
     chunking = train.info["chunking"]
     found = []

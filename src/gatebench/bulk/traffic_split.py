@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from gatebench.bulk.conversations import plan_conversation
 from gatebench.bulk.io import PartitionReader
-from gatebench.conversation import ConversationError
+from gatebench.conversation import ScanPolicy
 from gatebench.data.local import conversation_text
 from gatebench.seeding import child_seed
 from gatebench.split.groups import LSHParams, group_keys
@@ -60,12 +61,13 @@ def read_sample(path: Path, reading: Mapping[str, Any]) -> SampleRows:
             row = part.start_row + i
             record: dict[str, Any] = {"id": row}
             if i in part.conversations:
-                try:
-                    text, position = conversation_text(part.conversations[i], f"{path}: row {row}")
-                except ConversationError as exc:
-                    empty = "no message of a scanned role" in str(exc)
-                    out.rejected["nothing_to_scan" if empty else "bad_conversation"] += 1
+                where = f"{path}: row {row}"
+                # Rejected as scoring rejects it, under the policy the trace reads with.
+                _, reason, _ = plan_conversation(part.conversations[i], ScanPolicy(), where)
+                if reason is not None:
+                    out.rejected[reason] += 1
                     continue
+                text, position = conversation_text(part.conversations[i], where)
                 record["messages"] = part.conversations[i]
             elif reasons[i] is not None or text is None:
                 out.rejected[reasons[i] or "null"] += 1

@@ -23,6 +23,7 @@ from gatebench.cli.bulk import (
     PositionField,
     TargetFpr,
     TextField,
+    bound_cells,
     reading_options,
 )
 from gatebench.cli.options import (
@@ -135,10 +136,7 @@ def _print_adapted(result: dict[str, Any], out: Path) -> None:
             ("refitted, its own threshold", t["previous"], hit and hit["previous"]),
             ("refitted, tuned threshold", t["chosen"], hit and hit["chosen"])]  # fmt: skip
     for name, b, r in rows:
-        cells = [
-            name, f"{b['threshold']:.4f}", f"{b['flagged']:,} of {b['n']:,}",
-            fmt_pct(b["fpr"]), fmt_pct(b["fpr_upper"]),
-        ]  # fmt: skip
+        cells = [name, *bound_cells(b)]
         if hit:
             cells.append(f"{fmt_pct(r['recall'])} [{fmt_pct(r['low'])}, {fmt_pct(r['high'])}]")
         table.add_row(*cells)

@@ -281,6 +281,14 @@ def tune_threshold(
     _print_tuned(record, out)
 
 
+def bound_cells(bound: dict[str, Any]) -> list[str]:
+    """A threshold's table cells: the threshold, prompts flagged, FPR and its upper bound."""
+    return [
+        f"{bound['threshold']:.4f}", f"{bound['flagged']:,} of {bound['n']:,}",
+        fmt_pct(bound["fpr"]), fmt_pct(bound["fpr_upper"]),
+    ]  # fmt: skip
+
+
 def _print_tuned(record: dict[str, Any], out: Path) -> None:
     """The sample's counts, and the FPR (and recall) at the previous and the chosen threshold."""
     aside = (
@@ -300,11 +308,7 @@ def _print_tuned(record: dict[str, Any], out: Path) -> None:
     for col in cols + (["attacks caught", "recall [95% CI]"] if hit else []):
         table.add_column(col)
     for name in ("previous", "chosen"):
-        b = record[name]
-        cells = [
-            name, f"{b['threshold']:.4f}", f"{b['flagged']:,} of {b['n']:,}",
-            fmt_pct(b["fpr"]), fmt_pct(b["fpr_upper"]),
-        ]  # fmt: skip
+        cells = [name, *bound_cells(record[name])]
         if hit:
             r = hit[name]
             cells += [
