@@ -225,6 +225,43 @@ def source_directions(x: np.ndarray, y: np.ndarray, source: np.ndarray) -> np.nd
     return np.asarray(vt[sv > sv[0] * 1e-6])
 
 
+def pair_directions(x: np.ndarray, y: np.ndarray, rank: int) -> np.ndarray:
+    """Orthonormal rows spanning where attacks differ from their nearest benign text.
+
+    A sentence embedding places texts by topic first, so a model fitted on
+    it learns which topics the attacks are about, and flags benign text on
+    those topics (a question about spotting scams beside a request to run
+    one). The difference between an attack and its nearest benign training
+    text (cosine) holds the topic roughly fixed; the top ``rank`` principal
+    directions of those differences are where a request differs from a
+    benign one *on its own topic*, the subspace an intent reader should use.
+    """
+    unit = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    benign = np.flatnonzero(y == 0)
+    attacks = np.flatnonzero(y == 1)
+    nearest = np.empty(len(attacks), dtype=np.int64)
+    for start in range(0, len(attacks), 2048):
+        rows = attacks[start : start + 2048]
+        nearest[start : start + len(rows)] = benign[np.argmax(unit[rows] @ unit[benign].T, axis=1)]
+    diffs = x[attacks] - x[nearest]
+    _, _, vt = np.linalg.svd(diffs - diffs.mean(axis=0), full_matrices=False)
+    return np.asarray(vt[:rank])
+
+
+def topic_centres(x: np.ndarray, k: int, seed: int) -> Callable[[np.ndarray], np.ndarray]:
+    """A map that subtracts from each row the centre of its nearest of ``k`` topics.
+
+    The topics are k-means clusters of the training rows, labels unseen. What
+    is left of a row is how it differs from other text on its topic, so a
+    linear model on it cannot score a topic as such.
+    """
+    from sklearn.cluster import MiniBatchKMeans
+
+    km = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=4096).fit(x)
+    centres = km.cluster_centers_
+    return lambda rows: np.asarray(rows - centres[km.predict(rows)])
+
+
 def _attack_kind(source: np.ndarray) -> np.ndarray:
     """Each row's kind of attack by its source's family (``harmful-request`` outside the four)."""
     from bench_generalisation import FAMILIES
@@ -343,6 +380,8 @@ def _lodo(
     per_kind: bool = False,
     hard: float = 0.0,
     benign_half: bool = False,
+    pairs: int = 0,
+    topics: int = 0,
 ) -> tuple[dict[str, tuple[float, float | None]], dict[float, tuple[float, float]]]:
     """Each held-out source's (primary metric, AUC), and the pooled (benign FPR, attack recall).
 
@@ -377,6 +416,11 @@ def _lodo(
         if erase:
             xs = _erase(x, source_directions(x[train[tr]], y[train[tr]], names[train[tr]]))
         fit_rows = train[tr]
+        if pairs:
+            basis = pair_directions(x[fit_rows], y[fit_rows], pairs)
+            xs = np.asarray(x @ basis.T)
+        if topics:
+            xs = topic_centres(x[fit_rows], topics, child_seed(SEED, "topics", source))(x)
         if min_sources:
             xs = _keep_columns(x, spread_mask(x[fit_rows], names[fit_rows], min_sources))
         if prune:
@@ -466,6 +510,18 @@ def main() -> None:
         help="train on half of each held-out source's benign prompts; score the rest",
     )
     ap.add_argument(
+        "--pairs",
+        type=int,
+        default=0,
+        help="read only the top R directions of attack-minus-nearest-benign differences",
+    )
+    ap.add_argument(
+        "--topics",
+        type=int,
+        default=0,
+        help="subtract each row's nearest of K k-means topic centres before fitting",
+    )
+    ap.add_argument(
         "--form-words",
         type=int,
         default=300,
@@ -521,6 +577,8 @@ def main() -> None:
             args.per_kind,
             args.hard,
             args.benign_half,
+            args.pairs,
+            args.topics,
         )
         fpr, recall = curve[RULES[0]]
         values = [v for v, _ in result.values()]
@@ -541,6 +599,10 @@ def main() -> None:
             erased += f", rows weighted by 1 + {args.hard} * (1 - p(own label))"
         if args.min_sources:
             erased += f", n-grams in fewer than {args.min_sources} training sources dropped"
+        if args.pairs:
+            erased += f", top {args.pairs} attack-minus-nearest-benign directions"
+        if args.topics:
+            erased += f", centred on the nearest of {args.topics} topics"
         if args.benign_half:
             erased += ", half of each held-out source's benign prompts trained on"
         print(f"{rep} ({model}{erased}): {macro} | AUC {aucs}")
