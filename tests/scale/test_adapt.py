@@ -94,6 +94,12 @@ def test_split_keeps_clusters_whole_and_is_seeded(traffic: Path) -> None:
     other, _ = split_rows(texts, 0.5, seed=12)
     assert np.array_equal(mask, again) and not np.array_equal(mask, other)
     assert split_rows(texts, 0.3, seed=11)[0].sum() < mask.sum()
+    # Another draw splits the same clusters another way; draw 0 is the model's own split.
+    drawn, n_drawn = split_rows(texts, 0.5, seed=11, draw=1)
+    assert n_drawn == n_clusters and not np.array_equal(mask, drawn)
+    assert np.array_equal(split_rows(texts, 0.5, seed=11, draw=0)[0], mask)
+    for c in np.unique(cluster):
+        assert len(set(drawn[cluster == c])) == 1
 
 
 def test_adapted_model_is_refitted_on_one_part_and_tuned_on_the_other(
@@ -183,6 +189,9 @@ def test_refusals_come_before_any_fitting(
     args = ["adapt", str(model_dir), str(traffic), "--out", str(tmp_path / "m")]
     fails_cleanly([*args, "--target-fpr", "0"], "--target-fpr 0.0")
     fails_cleanly([*args, "--train-share", "0.7"], "lower --train-share", "299")
+    with pytest.raises(ConfigError, match=r"--split-draw -1: give a whole number"):
+        adapt(model_dir, traffic, tmp_path / "m", split_draw=-1)
+    fails_cleanly([*args, "--split-draw", "-1"], "--split-draw -1")
 
 
 def test_command_prints_the_split_and_both_models(
@@ -191,10 +200,18 @@ def test_command_prints_the_split_and_both_models(
     model_dir, _ = xstest_tfidf
     out = tmp_path / "cli"
     args = ["adapt", str(model_dir), str(traffic), "--out", str(out), "--target-fpr", "0.02"]
+    args += ["--split-draw", "2"]
     result = runner.invoke(app, [*args, "--data-dir", str(data_dir), "--jobs", "1"])
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     a = load_model(out).meta["adapted"]
+    # The recorded split is the second draw's, not the model's own.
+    texts = read_sample(traffic, {"text_field": "text"}).texts
+    drawn, _ = split_rows(texts, 0.5, seed=a["seed"], draw=2)
+    own, _ = split_rows(texts, 0.5, seed=a["seed"])
+    trained = sorted(str(r["text"]) for r in _lines(Path(a["train"]["path"])))
+    assert a["split_draw"] == 2 and trained == sorted(np.asarray(texts)[drawn])
+    assert trained != sorted(np.asarray(texts)[own])
     assert f"{a['train']['rows']:,} rows trained on" in text and "4 rejected" in text
     for row in ("first model", "refitted, its own threshold", "refitted, tuned threshold"):
         assert row in text

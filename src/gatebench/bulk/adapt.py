@@ -53,11 +53,15 @@ _TUNE_READING = {"text_field": "text", "messages_field": "messages", "id_field":
                  "position_field": "position"}  # fmt: skip
 
 
-def _check(model_dir: Path, out: Path, split_dir: Path, train_share: float) -> None:
+def _check(model_dir: Path, out: Path, split_dir: Path, train_share: float, draw: int) -> None:
     if not 0.0 < train_share < 1.0:
         raise ConfigError(
             f"--train-share {train_share!r}: give the share of the sample to train on, in "
             "(0, 1), e.g. 0.5"
+        )
+    if isinstance(draw, bool) or not isinstance(draw, int) or draw < 0:
+        raise ConfigError(
+            f"--split-draw {draw!r}: give a whole number >= 0 (0: the model's own split)"
         )
     if out.resolve() == model_dir.resolve():
         raise ConfigError(f"--out {out} is the model directory itself; name a new directory")
@@ -146,6 +150,7 @@ def adapt(
     split_dir: Path | None = None,
     attacks_path: Path | None = None,
     train_attacks: bool = False,
+    split_draw: int = 0,
     text_field: str = "text",
     messages_field: str = "messages",
     id_field: str | None = None,
@@ -182,6 +187,10 @@ def adapt(
         Split the attacks as the sample is split (``train_share``, whole
         clusters) and train on one part, labelled attack: a red team's
         attacks teach the refit their kind, and recall is read on the rest.
+    split_draw : int
+        Which seeded order the clusters are split in: 0 is the model's own;
+        another number gives another split of the same clusters, to check
+        that a gain holds on a second draw.
     text_field, messages_field, id_field, position_field, batch_rows, executor, policy
         How the sample (and the attacks) are read and scored, as
         :func:`gatebench.bulk.score_file`.
@@ -203,7 +212,7 @@ def adapt(
         The model records no training trace, or its files cannot be read.
     """
     split_dir = split_dir or out.with_name(out.name + ".traffic")
-    _check(model_dir, out, split_dir, train_share)
+    _check(model_dir, out, split_dir, train_share, split_draw)
     check_bound(target_fpr, confidence)
     if train_attacks and attacks_path is None:
         raise ConfigError("--train-attacks trains on part of --attacks FILE; give the file")
@@ -218,12 +227,12 @@ def adapt(
     reading = {"text_field": text_field, "messages_field": messages_field, "id_field": id_field,
                "position_field": position_field, "batch_rows": batch_rows}  # fmt: skip
     seed = int(spec["seed"])
-    benign = _split(benign_path, reading, train_share, seed, "split")
+    benign = _split(benign_path, reading, train_share, seed, "split", split_draw)
     _enough(benign, min_prompts(target_fpr, confidence), target_fpr, confidence)
     attacks = None
     if attacks_path is not None:
         attacks = _split(attacks_path, reading, train_share if train_attacks else 0.0, seed,
-                         "attacks")  # fmt: skip
+                         "attacks", split_draw)  # fmt: skip
         if not (~attacks.to_train).any():
             raise ConfigError(
                 f"--attacks {attacks.path}: no usable attack is left to read recall on "
@@ -276,6 +285,7 @@ def adapt(
         **benign.record(),
         "train_share": train_share,
         "seed": seed,
+        "split_draw": split_draw,
         "split": "whole near-duplicate clusters to one side, in a seeded random order",
         "train": {"path": str(train_path.resolve()), "source": name, "rows": len(rows)},
         "tune": {
@@ -336,12 +346,14 @@ class _Parts:
         }
 
 
-def _split(path: Path, reading: dict[str, Any], share: float, seed: int, stream: str) -> _Parts:
-    """Read ``path`` and split it; ``share`` 0 keeps every row out of the fit."""
+def _split(
+    path: Path, reading: dict[str, Any], share: float, seed: int, stream: str, draw: int
+) -> _Parts:
+    """Read ``path`` and split it (order ``draw``); ``share`` 0 keeps every row out of the fit."""
     sample = read_sample(path, reading)
     if share == 0.0:
         return _Parts(path, sample, np.zeros(len(sample.texts), dtype=bool), 0)
-    to_train, clusters = split_rows(sample.texts, share, seed, stream)
+    to_train, clusters = split_rows(sample.texts, share, seed, stream, draw)
     return _Parts(path, sample, to_train, clusters)
 
 

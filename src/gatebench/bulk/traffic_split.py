@@ -84,7 +84,7 @@ def read_sample(path: Path, reading: Mapping[str, Any]) -> SampleRows:
 
 
 def split_rows(
-    texts: list[str], share: float, seed: int, stream: str = "split"
+    texts: list[str], share: float, seed: int, stream: str = "split", draw: int = 0
 ) -> tuple[np.ndarray, int]:
     """Which rows go to the training side (a boolean mask), and how many clusters there were.
 
@@ -93,13 +93,16 @@ def split_rows(
     tuning row shares a group with a training row when the model is refitted.
     Whole clusters move together, in an order drawn from ``seed`` (the child
     ``stream``, one per file split), until the training side holds at least
-    ``share`` of the rows.
+    ``share`` of the rows. ``draw`` 0 is the model's own order; any other
+    number draws another order of the same clusters, so a gain can be checked
+    on a second split.
     """
     ids = list(range(len(texts)))
     params = LSHParams(seed=child_seed(seed, "minhash"))
     cluster = group_keys(texts, ids, None, params).groups
     n_clusters = int(cluster.max()) + 1 if len(cluster) else 0
-    order = np.random.default_rng(child_seed(seed, "adapt", stream)).permutation(n_clusters)
+    path = (stream,) if draw == 0 else (stream, draw)
+    order = np.random.default_rng(child_seed(seed, "adapt", *path)).permutation(n_clusters)
     sizes = np.bincount(cluster, minlength=n_clusters)[order]
     # A cluster joins the training side while the rows before it fall short of the share.
     before = np.cumsum(sizes) - sizes

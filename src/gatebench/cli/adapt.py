@@ -79,6 +79,14 @@ def adapt(
             "labelled attack; recall is read on the rest.",
         ),
     ] = False,
+    split_draw: Annotated[
+        int,
+        typer.Option(
+            "--split-draw",
+            help="Which seeded split of the sample's clusters: 0 is the model's own; another "
+            "number draws another split, to check a gain on a second draw.",
+        ),
+    ] = 0,
     data_dir: DataDir = None,
     text_field: TextField = "text",
     messages_field: MessagesField = "messages",
@@ -100,7 +108,7 @@ def adapt(
         result = run_adapt(
             model_dir, benign_path, out, train_share=train_share, target_fpr=target_fpr,
             confidence=confidence, split_dir=split_dir, attacks_path=attacks,
-            train_attacks=train_attacks, n_jobs=jobs,
+            train_attacks=train_attacks, split_draw=split_draw, n_jobs=jobs,
             data_dir=data_dir, **options,
         )  # fmt: skip
     except GatebenchError as exc:
