@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -76,3 +78,35 @@ def test_deferred_rows_are_rescored_by_the_sentence_combiner(fitted_gate, make_d
         "minilm_neighbours_att_max",
     ]
     assert len(names) == fitted_gate.sentence_combiner.booster.num_feature()
+
+
+def test_each_process_quantises_its_own_copy_of_the_shared_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quantiser writes a fixed-name copy beside its input; the shared file must not be it."""
+    import onnxruntime.quantization as ort_quant
+
+    from gatebench.detectors.adapters import jailguard
+    from gatebench.gate.encoder import quantised_minilm
+
+    shared = tmp_path / "minilm-fp32"
+    shared.mkdir()
+    (shared / jailguard.MODEL_FILE).write_bytes(b"fp32 graph")
+    monkeypatch.setattr(jailguard, "ensure_model", lambda folder: shared)
+    seen = []
+
+    def fake_quantise(model_input: str, model_output: str, **_: object) -> None:
+        source = Path(model_input)
+        seen.append(source)
+        assert source.read_bytes() == b"fp32 graph"
+        # What onnxruntime does: a shape-inferred copy beside the input, under a fixed name.
+        (source.parent / f"{source.stem}-inferred.onnx").write_bytes(b"inferred")
+        Path(model_output).write_bytes(b"int8 of " + source.read_bytes())
+
+    monkeypatch.setattr(ort_quant, "quantize_dynamic", fake_quantise)
+    assert quantised_minilm(tmp_path) == b"int8 of fp32 graph"
+    assert len(seen) == 1 and seen[0].parent != shared
+    # The shared folder holds the graph alone, and the private copy is gone.
+    assert sorted(p.name for p in shared.iterdir()) == [jailguard.MODEL_FILE]
+    assert not seen[0].parent.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["minilm-fp32", "minilm-int8-v1.onnx"]

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,13 @@ def quantised_minilm(cache_dir: Path | str) -> bytes:
     fp32 = ensure_model(folder / "minilm-fp32") / MODEL_FILE
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{target.name}.{os.getpid()}.tmp"
-    quantize_dynamic(str(fp32), str(tmp), weight_type=QuantType.QInt8)
+    # The quantiser writes a shape-inferred copy beside its input under a fixed name and
+    # deletes it after reading, so two folds quantising one shared file at once read each
+    # other's half-written copy. Each process quantises its own copy instead.
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".quantise-") as private:
+        source = Path(private) / MODEL_FILE
+        shutil.copyfile(fp32, source)
+        quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8)
     tmp.replace(target)  # atomic: a concurrent fold never reads half a file
     return target.read_bytes()
 
