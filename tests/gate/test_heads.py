@@ -106,6 +106,30 @@ def test_neighbour_bank_entry_never_votes_for_its_own_text(dataset, embedder) ->
     np.testing.assert_array_equal(cols(again, texts[:5]), cols(head, texts[:5]))
 
 
+def test_neighbour_head_names_the_nearest_entries_of_each_bank(dataset, embedder) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    keys = text_keys(texts)
+    head = NeighbourHead(k=3, embedder=embedder).fit(texts, y)
+    query = head.represent(texts[:4])
+    (a_sim, a_key), (b_sim, b_key) = head.nearest(query, 4)
+    bank_sims = head.similarities(query)
+    for sims, got, label, col in ((a_sim, a_key, 1, 0), (b_sim, b_key, 0, 2)):
+        assert sims.shape == got.shape == (4, 4)
+        assert (np.diff(sims, axis=1) <= 0).all()  # nearest first
+        assert set(got.ravel().tolist()) <= set(keys[y == label].tolist())
+        # Its own entry is kept, so each text finds itself in its own label's bank.
+        for i in range(4):
+            if y[i] == label:
+                assert got[i, 0] == keys[i] and sims[i, 0] == pytest.approx(1.0, abs=1e-2)
+            else:
+                # The other bank: the same nearest similarity the combiner column reads.
+                assert sims[i, 0] == pytest.approx(bank_sims[i, col], abs=1e-6)
+    # More neighbours than a bank holds: the whole bank, ranked.
+    small = NeighbourHead(k=3, embedder=embedder).fit(texts[:6], np.array([1, 0, 0, 0, 0, 0]))
+    (a_sim, a_key), (b_sim, _) = small.nearest(small.represent(texts[:2]), 10)
+    assert a_sim.shape == (2, 1) and b_sim.shape == (2, 5) and a_key[0, 0] == keys[0]
+
+
 def test_neighbour_head_searches_the_leading_directions(dataset, embedder) -> None:  # type: ignore[no-untyped-def]
     from sklearn.decomposition import TruncatedSVD
 

@@ -10,6 +10,7 @@ This package builds the typer ``app`` (the ``gatebench`` console script, and
 - :mod:`~gatebench.cli.serve`: ``detect``, ``serve``, ``bench latency``;
 - :mod:`~gatebench.cli.bulk`: ``score``, ``audit``, ``tune-threshold``;
 - :mod:`~gatebench.cli.adapt`: ``adapt``;
+- :mod:`~gatebench.cli.neighbours`: ``neighbours``;
 - :mod:`~gatebench.cli.plugins`: ``detectors list``, ``diagnostics list``;
 
 and :mod:`~gatebench.cli.options` what they share (common options, consoles,
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import typer
 
-from gatebench.cli import adapt, bulk, data, evaluate, plugins, run, serve, turns
+from gatebench.cli import adapt, bulk, data, evaluate, neighbours, plugins, run, serve, turns
 
 __all__ = ["app", "main"]
 
@@ -39,6 +40,7 @@ app.command("adapt")(adapt.adapt)
 app.command("evaluate")(evaluate.evaluate)
 app.command("evaluate-turns")(turns.evaluate_turns)
 app.command("detect")(serve.detect)
+app.command("neighbours")(neighbours.neighbours)
 app.command("serve")(serve.serve)
 app.command("compare")(run.compare)
 app.command("diagnose")(run.diagnose)

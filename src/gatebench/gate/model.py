@@ -781,6 +781,33 @@ class Gate:
         heads = {**self.heads, **self.sentence_heads}
         return {n: h.proba_from_decision(h.decision_x(h.x_of(views))) for n, h in heads.items()}
 
+    def nearest_training(
+        self, texts: Sequence[str], k: int = 5
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The ``k`` nearest training attacks and benign texts of each text, by the neighbour head.
+
+        ``[(similarity, text key) of attacks, (similarity, text key) of benign texts]``,
+        each array of shape ``(len(texts), k)``, nearest first: the training
+        text a score sits next to, in the static embedding the fast path
+        reads. Text keys are :func:`gatebench.gate.views.text_keys` of the
+        training rows, so a caller holding the training trace can name them.
+
+        Raises
+        ------
+        ValueError
+            When the model has no neighbour head (``heads`` without it).
+        """
+        self._check_fitted()
+        head = self.heads.get(NeighbourHead.name)
+        if not isinstance(head, NeighbourHead):
+            raise ValueError(
+                f"this Gate has no {NeighbourHead.name!r} head (heads={list(self.heads)}), so it "
+                "keeps no training texts to search; train one with the default heads"
+            )
+        feat = self._get_featurizer()
+        emb = feat.static(list(texts)).reshape(len(texts), feat.embedder.dims)
+        return head.nearest(emb, k)
+
     def head_predictions(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Each head's hard prediction at its own validation-chosen threshold (Cohen's kappa)."""
         return {n: p >= self.head_thresholds[n] for n, p in self.head_scores(texts).items()}

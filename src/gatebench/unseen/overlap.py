@@ -27,8 +27,11 @@ __all__ = ["overlapping_prompts", "training_spec", "training_trace"]
 _FIX = "pass --keep-overlap to use every row without the check"
 
 
-def training_spec(meta: Mapping[str, Any], model_dir: Path) -> dict[str, Any]:
-    """The trace spec a model was trained on: its manifest ``meta``, else its evaluation run's."""
+def training_spec(meta: Mapping[str, Any], model_dir: Path, fix: str = _FIX) -> dict[str, Any]:
+    """The trace spec a model was trained on: its manifest ``meta``, else its evaluation run's.
+
+    ``fix`` ends the refusal of a model that records neither.
+    """
     spec = meta.get("trace_spec")
     if isinstance(spec, dict):
         return spec
@@ -40,16 +43,24 @@ def training_spec(meta: Mapping[str, Any], model_dir: Path) -> dict[str, Any]:
             return recorded
     raise DataError(
         f"{model_dir} does not record the trace it was trained on (no trace_spec, and its "
-        f"evaluation run {run!r} is not readable), so overlap cannot be checked; retrain it "
-        f"with this gatebench, or {_FIX}"
+        f"evaluation run {run!r} is not readable), so its training rows cannot be read; "
+        f"retrain it with this gatebench, or {fix}"
     )
 
 
 def training_trace(
-    meta: Mapping[str, Any], model_dir: Path, *, data_dir: Path | None, cache_dir: Path | None
+    meta: Mapping[str, Any],
+    model_dir: Path,
+    *,
+    data_dir: Path | None,
+    cache_dir: Path | None,
+    fix: str = _FIX,
 ) -> Trace:
-    """Rebuild the training trace of the model whose manifest is ``meta``; refuse changed files."""
-    spec = training_spec(meta, model_dir)
+    """Rebuild the training trace of the model whose manifest is ``meta``; refuse changed files.
+
+    ``fix`` ends each refusal: the caller's way round a trace it cannot rebuild.
+    """
+    spec = training_spec(meta, model_dir, fix)
     try:
         trace = build_trace(
             TraceSpec(**{**spec, "sources": tuple(spec["sources"])}),
@@ -58,9 +69,9 @@ def training_trace(
         )
     except DataError as exc:
         raise DataError(
-            f"{model_dir}: the prompts it was trained on cannot be matched, because its "
+            f"{model_dir}: the prompts it was trained on cannot be read, because its "
             "training trace cannot be rebuilt here; point --data-dir at the files it was "
-            f"trained on, or {_FIX}. ({exc})"
+            f"trained on, or {fix}. ({exc})"
         ) from None
     want = meta.get("trace_id")
     if want and trace.trace_id != want:
@@ -68,7 +79,7 @@ def training_trace(
             f"{model_dir} was trained on trace {str(want)[:12]}…, but its sources now give "
             f"{trace.trace_id[:12]}… (the data files, a loader's version or the trace format "
             "changed since); retrain it with this gatebench, point --data-dir at the files "
-            f"it was trained on, or {_FIX}"
+            f"it was trained on, or {fix}"
         )
     return trace
 

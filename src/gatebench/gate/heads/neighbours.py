@@ -206,6 +206,24 @@ class NeighbourHead(EmbeddingInput, Head):
                     out[start : start + _BLOCK, 2 * j + 1] = top.mean(axis=1)
         return out
 
+    def nearest(self, x: np.ndarray | Keyed, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The ``k`` nearest entries of each bank, for each row: ``[(attacks), (benign)]``.
+
+        Each pair is ``(similarity, text key)``, both of shape ``(n, k')`` with
+        ``k' = min(k, bank size)``, nearest first. Unlike :meth:`similarities`,
+        a text's own entry is kept: a request the model was trained on shows
+        the row it was trained as.
+        """
+        q = self._project(_split_keyed(x)[0])
+        out = []
+        for bank, keys in ((self.attacks, self.attack_keys), (self.benign, self.benign_keys)):
+            kk = min(int(k), len(bank))
+            s = q @ bank.T if kk else np.zeros((len(q), 0), dtype=np.float32)
+            order = np.argsort(-s, axis=1, kind="stable")[:, :kk]
+            sims = np.take_along_axis(s, order, axis=1)
+            out.append((sims, keys[order] if len(keys) else np.zeros(order.shape, np.uint64)))
+        return out
+
     def meta_x(self, x: np.ndarray | Keyed) -> np.ndarray:
         return self.similarities(x)
 

@@ -1,0 +1,137 @@
+"""The training texts a Gate score sits next to, named from the model's rebuilt training trace.
+
+On text it never saw, Gate's errors follow the label of the nearest training
+text: most false alarms sit next to a training attack, and most missed
+attacks next to a benign training text (``benchmarks/lodo_familiarity.py``).
+So the first question about a surprising score is which training rows it
+leans on, and from which source. The model keeps its neighbour banks as
+vectors and text keys, not texts; this rebuilds the training trace the model
+directory records (refusing changed files) and names each neighbour by its
+trace rows: source, label, sample id and text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gatebench.errors import ConfigError, DataError
+from gatebench.gate.views import text_keys
+from gatebench.unseen.overlap import training_trace
+
+__all__ = ["nearest_training_rows"]
+
+_FIX = "give --data-dir where the model's sources are"
+_LABELS = ("benign", "attack")
+
+
+def nearest_training_rows(
+    model_dir: Path,
+    texts: Sequence[str],
+    *,
+    k: int = 5,
+    data_dir: Path | None = None,
+    cache_dir: Path | None = Path(".cache/gatebench"),
+) -> list[dict[str, Any]]:
+    """Each text's score and its ``k`` nearest training attacks and benign texts, named.
+
+    Parameters
+    ----------
+    model_dir : Path
+        A Gate model directory from ``gatebench train`` (its neighbour head
+        holds the banks).
+    texts : sequence of str
+        Texts to look up; each is also scored.
+    k : int
+        Neighbours per bank, at least 1.
+    data_dir, cache_dir : Path, optional
+        Where the model's sources are, and the trace cache.
+
+    Returns
+    -------
+    list of dict
+        Per text: ``score``, ``decision``, ``threshold`` and ``chunk`` as
+        ``gatebench detect`` gives them, and ``neighbours`` of the driving
+        window (nearest first, attacks then benign texts), each with
+        ``label``, ``similarity`` (cosine in the neighbour head's space) and
+        ``rows``: every training row with that normalised text (``source``,
+        ``sample_id``, ``text``; duplicates across sources are all listed).
+
+    Raises
+    ------
+    ConfigError
+        ``k`` below 1, or a model that is not a Gate with a neighbour head.
+    DataError
+        The model's training trace cannot be rebuilt here.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"--k {k!r}: give a whole number of neighbours >= 1, e.g. 5")
+    from gatebench.gate.model import Gate
+    from gatebench.modeldir import load_model
+    from gatebench.served import ServedModel, ServeSettings
+
+    model = load_model(model_dir)
+    gate = model.detector
+    if not isinstance(gate, Gate):
+        raise ConfigError(
+            f"{model_dir} holds a {model.meta['detector']['name']!r} model; only Gate keeps "
+            "its training texts' vectors to search. Train one with `gatebench train -d gate`"
+        )
+    trace = training_trace(model.meta, model_dir, data_dir=data_dir, cache_dir=cache_dir, fix=_FIX)
+    # Scored as the service scores them; a long text is searched by its driving window.
+    results = ServedModel(gate, model.threshold, {}, ServeSettings()).score_details(list(texts))
+    driving = [
+        t[r["chunk"]["start"] : r["chunk"]["end"]] for t, r in zip(texts, results, strict=True)
+    ]
+    try:
+        banks = gate.nearest_training(driving, k)
+    except ValueError as exc:
+        raise ConfigError(f"{model_dir}: {exc}") from None
+    frame = trace.frame
+    by_key: dict[int, list[int]] = {}
+    for row, key in enumerate(text_keys(frame["text"].tolist()).tolist()):
+        by_key.setdefault(key, []).append(row)
+    out = []
+    for i, result in enumerate(results):
+        neighbours = []
+        for label, (sims, keys) in zip((1, 0), banks, strict=True):
+            for sim, key in zip(sims[i].tolist(), keys[i].tolist(), strict=True):
+                neighbours.append(
+                    {
+                        "label": _LABELS[label],
+                        "similarity": round(float(sim), 4),
+                        "rows": _named(frame, by_key.get(int(key), []), label, model_dir),
+                    }
+                )
+        out.append(
+            {
+                "score": result["score"],
+                "decision": result["decision"],
+                "threshold": model.threshold,
+                "chunk": result["chunk"],
+                "neighbours": neighbours,
+            }
+        )
+    return out
+
+
+def _named(frame: Any, rows: list[int], label: int, model_dir: Path) -> list[dict[str, Any]]:
+    """The trace rows of one bank entry that carry its label, as plain records."""
+    named = [
+        {
+            "source": str(frame["source"].iat[r]),
+            "sample_id": str(frame["sample_id"].iat[r]),
+            "text": str(frame["text"].iat[r]),
+        }
+        for r in rows
+        if int(frame["label"].iat[r]) == label
+    ]
+    if not named:
+        # The bank was fitted on this trace, so every entry's text is in it with its label.
+        raise DataError(
+            f"{model_dir}: a training text of its neighbour bank is not in the rebuilt "
+            "training trace; the model directory and its manifest do not match. Retrain it "
+            "with `gatebench train`"
+        )
+    return named
