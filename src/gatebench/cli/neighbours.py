@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,27 +31,63 @@ def neighbours(
     text: Annotated[
         str | None, typer.Argument(help="Text to look up; '-' or omit for stdin.")
     ] = None,
+    jsonl: Annotated[
+        Path | None,
+        typer.Option("--jsonl", help='Look up every {"text": ...} line of a JSONL file instead.'),
+    ] = None,
     k: Annotated[int, typer.Option("--k", help="Nearest training texts of each label.")] = 5,
     data_dir: DataDir = None,
     as_json: AsJson = False,
 ) -> None:
-    """Score a text and list the training attacks and benign texts nearest to it, by source."""
+    """Score texts and list the training attacks and benign texts nearest to each, by source."""
     from gatebench.unseen.nearest import nearest_training_rows
 
-    origin = "stdin" if text is None or text == "-" else "the TEXT argument"
-    one = sys.stdin.buffer.read().decode("utf-8", "replace") if origin == "stdin" else str(text)
     try:
-        if not one.strip():
-            raise DataError(
-                f"the text from {origin} is empty or whitespace; give the text to look up"
-            )
-        result = nearest_training_rows(model_dir, [one], k=k, data_dir=data_dir)[0]
+        texts = _read_jsonl(jsonl) if jsonl is not None else [_one_text(text)]
+        results = nearest_training_rows(model_dir, texts, k=k, data_dir=data_dir)
     except GatebenchError as exc:
         fail(exc)
     if as_json:
-        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
-        return
-    _print(result)
+        for result in results:
+            sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+    elif len(results) == 1:
+        _print(results[0])
+    else:
+        _print_tally(results)
+
+
+def _one_text(text: str | None) -> str:
+    origin = "stdin" if text is None or text == "-" else "the TEXT argument"
+    one = sys.stdin.buffer.read().decode("utf-8", "replace") if origin == "stdin" else str(text)
+    if not one.strip():
+        raise DataError(f"the text from {origin} is empty or whitespace; give the text to look up")
+    return one
+
+
+def _read_jsonl(path: Path) -> list[str]:
+    """The ``text`` of every line of ``path``; a bad line stops with its line number."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read --jsonl {path}: {exc.strerror}") from None
+    texts = []
+    for n, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            row = None
+        value = row.get("text") if isinstance(row, dict) else None
+        if not isinstance(value, str) or not value.strip():
+            raise DataError(
+                f'{path}:{n}: not a JSON object with a non-empty "text" string; write one '
+                '{"text": ...} object per line'
+            )
+        texts.append(value)
+    if not texts:
+        raise DataError(f'--jsonl {path}: no lines; write one {{"text": ...}} object per line')
+    return texts
 
 
 def _print(result: dict[str, Any]) -> None:
@@ -79,3 +116,24 @@ def _print(result: dict[str, Any]) -> None:
             shown += f"  (+{len(rows) - 1} more rows with this text)"
         table.add_row(n["label"], f"{n['similarity']:.3f}", escape(sources), escape(shown))
     console.print(table)
+
+
+def _print_tally(results: list[dict[str, Any]]) -> None:
+    """For many texts: by decision, the sources of each text's nearest training attack and text.
+
+    A file of false alarms read this way shows which training sources they
+    lean on, where one text at a time shows only examples.
+    """
+    for decision in ("block", "allow"):
+        part = [r for r in results if r["decision"] == decision]
+        if not part:
+            continue
+        table = Table(title=f"{len(part):,} texts scored {decision}: their nearest training rows")
+        for col in ("nearest", "source", "texts", "share"):
+            table.add_column(col)
+        for label in ("attack", "benign"):
+            first = [next((n for n in r["neighbours"] if n["label"] == label), None) for r in part]
+            tally = Counter(n["rows"][0]["source"] for n in first if n is not None)
+            for source, count in tally.most_common():
+                table.add_row(label, escape(source), f"{count:,}", f"{count / len(part):.1%}")
+        console.print(table)
