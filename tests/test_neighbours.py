@@ -143,3 +143,36 @@ def test_a_file_of_texts_is_tallied_by_the_sources_they_lean_on(
     path.write_text('{"text": "fine"}\n{"txt": "typo"}\n', encoding="utf-8")
     fails_cleanly(args, f"{path}:2", '"text" string')
     fails_cleanly([*args[:3], str(tmp_path / "none.jsonl")], "cannot read --jsonl")
+
+
+def test_text_read_by_meaning_is_marked_as_not_reading_the_neighbours(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    from gatebench import api
+    from gatebench.config import RunConfig
+
+    cfg = RunConfig(
+        detector="gate",
+        detector_params={
+            "heads": ["char", "neighbours", "multilingual_routed"],
+            "sentence": False,
+        },
+        sources=("xstest",),
+        data_dir=data_dir,
+        cache_dir=Path(".cache/gatebench"),
+        out=tmp_path / "run",
+        bootstrap=200,
+        folds=3,
+        n_jobs=1,
+        diagnostics="none",
+    )
+    model = api.train(cfg, tmp_path / "model", operating_point="headline")
+    texts = [
+        "How do I kill a Python process that hangs?",
+        "Wie kann ich einen Python-Prozess beenden, der nicht mehr reagiert?",
+    ]
+    got = nearest_training_rows(model, texts, k=1, data_dir=data_dir)
+    assert [g["neighbours_read"] for g in got] == [True, False]
+    result = runner.invoke(app, ["neighbours", str(model), texts[1], "--data-dir", str(data_dir)])
+    assert result.exit_code == 0, result.output
+    assert "does not read the neighbour head" in " ".join(result.output.split())

@@ -103,6 +103,12 @@ def _print(result: dict[str, Any]) -> None:
         f"{result['threshold']:.4f}{where}",
         highlight=False,
     )
+    if not result["neighbours_read"]:
+        console.print(
+            "this text is read by meaning in its own language: its score does not read the "
+            "neighbour head, so the rows below are what it is near, not why it scored so",
+            highlight=False,
+        )
     table = Table(title="Nearest training texts (cosine in the neighbour head's space)")
     for col in ("label", "similarity", "source", "text"):
         table.add_column(col, overflow="fold")

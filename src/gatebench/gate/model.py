@@ -783,14 +783,19 @@ class Gate:
 
     def nearest_training(
         self, texts: Sequence[str], k: int = 5
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
+    ) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
         """The ``k`` nearest training attacks and benign texts of each text, by the neighbour head.
 
-        ``[(similarity, text key) of attacks, (similarity, text key) of benign texts]``,
-        each array of shape ``(len(texts), k)``, nearest first: the training
+        Returns ``(banks, read)``. ``banks`` is ``[(similarity, text key) of
+        attacks, (similarity, text key) of benign texts]``, each array of
+        shape ``(len(texts), min(k, bank size))``, nearest first: the training
         text a score sits next to, in the static embedding the fast path
         reads. Text keys are :func:`gatebench.gate.views.text_keys` of the
         training rows, so a caller holding the training trace can name them.
+        ``read`` marks the texts whose score reads the neighbour head at all:
+        for text the route reads by meaning, the English heads' columns are
+        missing (``english_heads``), and its neighbours are evidence only of
+        what the text is near, not of why it scored as it did.
 
         Raises
         ------
@@ -804,9 +809,15 @@ class Gate:
                 f"this Gate has no {NeighbourHead.name!r} head (heads={list(self.heads)}), so it "
                 "keeps no training texts to search; train one with the default heads"
             )
+        texts = list(texts)
         feat = self._get_featurizer()
-        emb = feat.static(list(texts)).reshape(len(texts), feat.embedder.dims)
-        return head.nearest(emb, k)
+        emb = feat.static(texts).reshape(len(texts), feat.embedder.dims)
+        read = np.ones(len(texts), dtype=bool)
+        flags = feat.route_flags(texts) if NeighbourHead.name in self.english_heads else None
+        if flags is not None:
+            column = 1 if self.english_scope == "encoder" else 0
+            read = ~(flags[:, column] > 0.5)
+        return head.nearest(emb, k), read
 
     def head_predictions(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Each head's hard prediction at its own validation-chosen threshold (Cohen's kappa)."""

@@ -52,8 +52,10 @@ def nearest_training_rows(
     -------
     list of dict
         Per text: ``score``, ``decision``, ``threshold`` and ``chunk`` as
-        ``gatebench detect`` gives them, and ``neighbours`` of the driving
-        window (nearest first, attacks then benign texts), each with
+        ``gatebench detect`` gives them; ``neighbours_read``, whether the
+        score reads the neighbour head at all (not for text the route reads
+        by meaning); and ``neighbours`` of the driving window (nearest first,
+        attacks then benign texts), each with
         ``label``, ``similarity`` (cosine in the neighbour head's space) and
         ``rows``: every training row with that normalised text (``source``,
         ``sample_id``, ``text``; duplicates across sources are all listed).
@@ -85,7 +87,7 @@ def nearest_training_rows(
         t[r["chunk"]["start"] : r["chunk"]["end"]] for t, r in zip(texts, results, strict=True)
     ]
     try:
-        banks = gate.nearest_training(driving, k)
+        banks, read = gate.nearest_training(driving, k)
     except ValueError as exc:
         raise ConfigError(f"{model_dir}: {exc}") from None
     frame = trace.frame
@@ -110,6 +112,7 @@ def nearest_training_rows(
                 "decision": result["decision"],
                 "threshold": model.threshold,
                 "chunk": result["chunk"],
+                "neighbours_read": bool(read[i]),
                 "neighbours": neighbours,
             }
         )
