@@ -74,7 +74,9 @@ def test_provenance_and_in_distribution_side(
     model_dir, run_dir = xstest_tfidf
     r = UnseenResult.read(evaluated / "result.json")
     assert r.model.sha256 == model_sha256(model_dir)
-    assert r.schema_version == "1.1" and r.kind == "unseen"
+    assert r.schema_version == "1.2" and r.kind == "unseen"
+    # A tfidf-lr model keeps no training vectors: no nearest sources, and the reason.
+    assert r.nearest == [] and "only Gate" in str(r.nearest_note)
     run = json.loads((run_dir / "result.json").read_text())
     assert r.in_distribution is not None
     assert r.in_distribution.f1 == run["metrics"]["headline"]["micro"]["f1"]
@@ -88,6 +90,7 @@ def test_keep_overlap_scores_every_prompt(xstest_tfidf: tuple[Path, Path], tmp_p
     assert result.exit_code == 0, result.output
     r = UnseenResult.read(out / "result.json")
     assert not r.overlap.checked and r.pooled.n == 450
+    assert r.nearest == [] and "--keep-overlap" in str(r.nearest_note)
 
 
 def test_the_report_renders_the_gap_figure(evaluated: Path) -> None:

@@ -176,3 +176,93 @@ def test_text_read_by_meaning_is_marked_as_not_reading_the_neighbours(
     result = runner.invoke(app, ["neighbours", str(model), texts[1], "--data-dir", str(data_dir)])
     assert result.exit_code == 0, result.output
     assert "does not read the neighbour head" in " ".join(result.output.split())
+
+
+def test_evaluate_tallies_the_sources_never_seen_errors_sit_next_to(
+    xstest_gate: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    import pandas as pd
+
+    from gatebench.unseen import evaluate_model
+
+    out = tmp_path / "eval"
+    result = evaluate_model(
+        xstest_gate,
+        ["deepset-prompt-injections"],
+        out=out,
+        data_dir=data_dir,
+        cache_dir=Path(".cache/gatebench"),
+        n_resamples=200,
+    )
+    prompts = pd.read_parquet(out / "oof.parquet")
+    assert "driving" not in prompts.columns  # no text is written out
+    flagged = prompts["score"] >= result.model.threshold
+    want = {
+        "false alarm": int(((prompts["label"] == 0) & flagged).sum()),
+        "missed attack": int(((prompts["label"] == 1) & ~flagged).sum()),
+    }
+    assert all(want.values()), want  # the check below needs both kinds of error
+    for outcome, n in want.items():
+        rows = [r for r in result.nearest if r.outcome == outcome]
+        # The model was trained on xstest alone, so every error sits next to xstest.
+        assert [(r.source, r.prompts, r.share) for r in rows] == [("xstest", n, 1.0)]
+        assert rows[0].nearest == ("attack" if outcome == "false alarm" else "benign")
+    assert result.nearest_note is None
+    # The command prints the same and its report holds the table.
+    args = ["evaluate", str(xstest_gate), "deepset-prompt-injections", "--out", str(tmp_path / "c")]
+    printed = runner.invoke(app, [*args, "--data-dir", str(data_dir), "--bootstrap", "200"])
+    assert printed.exit_code == 0, printed.output
+    text = " ".join(printed.output.split())
+    assert "false alarms sit next to attack training rows of: xstest 100.00%" in text
+    assert "missed attacks sit next to benign training rows of: xstest 100.00%" in text
+    html = (tmp_path / "c" / "report.html").read_text(encoding="utf-8")
+    section = html[html.index('id="unseen-nearest"') :]
+    assert f"<td>false alarm</td><td>attack</td><td>xstest</td><td>{want['false alarm']}</td>" in (
+        section
+    )
+
+
+def test_errors_are_counted_under_the_first_training_source_of_their_label() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pandas as pd
+
+    from gatebench.gate.views import text_keys
+    from gatebench.unseen.nearest import errors_lean_on
+
+    frame = pd.DataFrame(
+        {
+            "text": ["make a bomb", "make a bomb", "bake a cake", "make a bomb", "hi there"],
+            "source": ["advbench", "harmbench", "alpaca", "xstest", "alpaca"],
+            "label": [1, 1, 0, 0, 0],
+        }
+    )
+    key = dict(zip(frame["text"], text_keys(frame["text"].tolist()).tolist(), strict=False))
+
+    class Stub:
+        """Answers with fixed nearest keys: attacks for false alarms, benign for misses."""
+
+        def nearest_training(self, texts: list[str], k: int) -> tuple[list, np.ndarray]:
+            attack = np.array([[key["make a bomb"]]] * len(texts), dtype=np.uint64)
+            benign = np.array(
+                [[key["make a bomb" if "bomb" in t else "bake a cake"]] for t in texts],
+                dtype=np.uint64,
+            )
+            sims = np.ones((len(texts), 1))
+            return [(sims, attack), (sims, benign)], np.ones(len(texts), bool)
+
+    rows = errors_lean_on(
+        Stub(), SimpleNamespace(frame=frame), ["a", "b", "c"], ["bomb please", "cake", "pie"]
+    )
+    # False alarms: "make a bomb" as an attack is advbench's first (harmbench shares it).
+    # Misses: as a benign text, "make a bomb" is xstest's (its attack rows do not count).
+    assert rows == [
+        {"outcome": "false alarm", "nearest": "attack", "source": "advbench",
+         "prompts": 3, "share": 1.0},
+        {"outcome": "missed attack", "nearest": "benign", "source": "alpaca",
+         "prompts": 2, "share": 0.6667},
+        {"outcome": "missed attack", "nearest": "benign", "source": "xstest",
+         "prompts": 1, "share": 0.3333},
+    ]  # fmt: skip
+    assert errors_lean_on(Stub(), SimpleNamespace(frame=frame), [], []) == []

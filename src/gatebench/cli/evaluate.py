@@ -153,3 +153,20 @@ def _print(r: UnseenResult) -> None:
             "the training trace already holds",
             highlight=False,
         )
+    _print_nearest(r)
+
+
+#: Training sources listed per kind of error (the report lists them all).
+NEAREST_SHOWN = 3
+
+
+def _print_nearest(r: UnseenResult) -> None:
+    """Per kind of error, the training sources it sits next to most often."""
+    for outcome in ("false alarm", "missed attack"):
+        rows = [n for n in r.nearest if n.outcome == outcome][:NEAREST_SHOWN]
+        if rows:
+            beside = ", ".join(f"{n.source} {fmt_pct(n.share)}" for n in rows)
+            console.print(
+                f"{outcome}s sit next to {rows[0].nearest} training rows of: {beside}",
+                highlight=False,
+            )

@@ -28,6 +28,7 @@ from gatebench.per_position import by_position
 from gatebench.served import ServeSettings
 from gatebench.trace import Trace, TraceSpec, build_trace
 from gatebench.unseen.baseline import in_distribution
+from gatebench.unseen.nearest import errors_lean_on
 from gatebench.unseen.overlap import overlapping_prompts, training_spec, training_trace
 from gatebench.unseen.rates import rates_at
 from gatebench.unseen.result import ModelInfo, Overlap, UnseenResult
@@ -85,17 +86,46 @@ def _chunking(model: LoadedModel, model_dir: Path, keep_overlap: bool) -> tuple[
 
 
 def _score(model: LoadedModel, frame: pd.DataFrame) -> pd.DataFrame:
-    """Score every chunk and max-pool to prompts, as the run pools its OOF scores."""
+    """Score every chunk and max-pool to prompts, as the run pools its OOF scores.
+
+    ``driving`` is the text of each prompt's highest-scoring chunk (its first,
+    on a tie); it is read by :func:`_nearest` and never written out.
+    """
     scores = np.asarray(model.detector.score(frame["text"].tolist()), dtype=np.float64)
-    rows = frame[["sample_id", "source", "label", "language", "position"]].assign(score=scores)
-    pooled = rows.groupby("sample_id", sort=True, dropna=False).agg(
+    rows = frame[["sample_id", "source", "label", "language", "position", "text"]].assign(
+        score=scores
+    )
+    grouped = rows.groupby("sample_id", sort=True, dropna=False)
+    pooled = grouped.agg(
         source=("source", "first"),
         label=("label", "first"),
         language=("language", "first"),
         position=("position", "first"),
         score=("score", "max"),
     )
+    pooled["driving"] = rows.loc[grouped["score"].idxmax(), "text"].to_numpy()
     return pooled.reset_index()
+
+
+def _nearest(
+    model: LoadedModel, train: Trace | None, prompts: pd.DataFrame, threshold: float
+) -> tuple[list[dict[str, object]], str | None]:
+    """The training sources the never-seen errors sit next to, or why there are none."""
+    if train is None:
+        return [], "not computed: --keep-overlap skips rebuilding the training trace"
+    if not callable(getattr(model.detector, "nearest_training", None)):
+        return [], "not computed: only Gate keeps its training texts' vectors to search"
+    flagged = prompts["score"].to_numpy() >= threshold
+    label = prompts["label"].to_numpy()
+    texts = prompts["driving"].to_numpy(dtype=object)
+    false_alarms = [str(t) for t in texts[(label == 0) & flagged]]
+    missed = [str(t) for t in texts[(label == 1) & ~flagged]]
+    if not false_alarms and not missed:
+        return [], "no false alarm and no missed attack to look up"
+    try:
+        return errors_lean_on(model.detector, train, false_alarms, missed), None
+    except ValueError as exc:
+        return [], f"not computed: {exc}"
 
 
 def evaluate_model(
@@ -154,6 +184,7 @@ def evaluate_model(
     frame = data.frame
     timings["data"] = time.perf_counter() - t0
     excluded: dict[str, int] = {}
+    train: Trace | None = None
     overlap = Overlap(checked=False, excluded=False, how="not checked (--keep-overlap)")
     if not keep_overlap:
         t1 = time.perf_counter()
@@ -188,6 +219,7 @@ def evaluate_model(
     languages, few = by_language(prompts, threshold=threshold, **boot)
     positions, few_positions = by_position(prompts, threshold=threshold, **boot)
     pooled, by_source = rates_at(y, s, src, threshold, excluded=excluded, **boot)
+    nearest, nearest_note = _nearest(model, train, prompts, threshold)
     result = UnseenResult(
         model=ModelInfo(
             dir=str(model_dir),
@@ -209,6 +241,8 @@ def evaluate_model(
         by_position_skipped=few_positions,
         in_distribution=in_distribution(model, threshold),
         in_distribution_run=model.meta.get("evaluation_run"),
+        nearest=jsonable(nearest),
+        nearest_note=nearest_note,
         seed=seed,
         n_resamples=n_resamples,
     )
@@ -218,7 +252,7 @@ def evaluate_model(
         update={"timings_seconds": {k: round(v, 3) for k, v in timings.items()}}
     )
     out.mkdir(parents=True, exist_ok=True)
-    prompts.to_parquet(out / "oof.parquet", index=False)
+    prompts.drop(columns="driving").to_parquet(out / "oof.parquet", index=False)
     artifacts.write_json(
         out / "manifest.json",
         {

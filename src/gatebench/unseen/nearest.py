@@ -12,6 +12,7 @@ trace rows: source, label, sample id and text.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from gatebench.errors import ConfigError, DataError
 from gatebench.gate.views import text_keys
 from gatebench.unseen.overlap import training_trace
 
-__all__ = ["nearest_training_rows"]
+__all__ = ["errors_lean_on", "nearest_training_rows"]
 
 _FIX = "give --data-dir where the model's sources are"
 _LABELS = ("benign", "attack")
@@ -91,9 +92,7 @@ def nearest_training_rows(
     except ValueError as exc:
         raise ConfigError(f"{model_dir}: {exc}") from None
     frame = trace.frame
-    by_key: dict[int, list[int]] = {}
-    for row, key in enumerate(text_keys(frame["text"].tolist()).tolist()):
-        by_key.setdefault(key, []).append(row)
+    by_key = _rows_by_key(frame)
     out = []
     for i, result in enumerate(results):
         neighbours = []
@@ -138,3 +137,55 @@ def _named(frame: Any, rows: list[int], label: int, model_dir: Path) -> list[dic
             "with `gatebench train`"
         )
     return named
+
+
+def _rows_by_key(frame: Any) -> dict[int, list[int]]:
+    """Trace rows by the text key of their normalised text."""
+    by_key: dict[int, list[int]] = {}
+    for row, key in enumerate(text_keys(frame["text"].tolist()).tolist()):
+        by_key.setdefault(key, []).append(row)
+    return by_key
+
+
+def errors_lean_on(
+    gate: Any, train: Any, false_alarms: Sequence[str], missed: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The training sources that never-seen errors sit next to, most first.
+
+    Each false alarm (a benign prompt's driving chunk) counts under the source
+    of its nearest training attack, each missed attack under that of its
+    nearest benign training text, by ``gate``'s neighbour head. Where a text
+    is in several sources, the first in the training trace ``train`` counts.
+
+    Raises
+    ------
+    ValueError
+        ``gate`` has no neighbour head.
+    """
+    frame = train.frame
+    by_key = _rows_by_key(frame)
+    labels = frame["label"].to_numpy()
+    sources = frame["source"].to_numpy()
+    out: list[dict[str, Any]] = []
+    for outcome, texts, bank, label in (
+        ("false alarm", false_alarms, 0, 1),
+        ("missed attack", missed, 1, 0),
+    ):
+        if not texts:
+            continue
+        keys = gate.nearest_training(list(texts), 1)[0][bank][1]
+        tally: Counter[str] = Counter()
+        for key in keys[:, 0].tolist():
+            rows = [r for r in by_key.get(int(key), []) if labels[r] == label]
+            tally[str(sources[rows[0]]) if rows else "(not in the training trace)"] += 1
+        for source, n in sorted(tally.items(), key=lambda kv: (-kv[1], kv[0])):
+            out.append(
+                {
+                    "outcome": outcome,
+                    "nearest": _LABELS[label],
+                    "source": source,
+                    "prompts": n,
+                    "share": round(n / len(texts), 4),
+                }
+            )
+    return out

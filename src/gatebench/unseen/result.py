@@ -17,11 +17,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gatebench.errors import SchemaError
 from gatebench.result import Interval, LanguageRow, PositionRow, check_major
 
-__all__ = ["UNSEEN_SCHEMA_VERSION", "ModelInfo", "Rates", "UnseenResult", "UnseenSource"]
+__all__ = [
+    "UNSEEN_SCHEMA_VERSION",
+    "ModelInfo",
+    "NearestSource",
+    "Rates",
+    "UnseenResult",
+    "UnseenSource",
+]
 
 #: Major.minor, read as ``result.json``'s is. 1.1: ``by_position`` and
-#: ``by_position_skipped``, each optional.
-UNSEEN_SCHEMA_VERSION = "1.1"
+#: ``by_position_skipped``, each optional. 1.2: ``nearest`` and ``nearest_note``.
+UNSEEN_SCHEMA_VERSION = "1.2"
 
 
 class _Section(BaseModel):
@@ -74,6 +81,21 @@ class Overlap(_Section):
     how: str = ""
 
 
+class NearestSource(_Section):
+    """A training source, and how many never-seen errors of one kind sit next to its rows.
+
+    A false alarm is counted under the source of its nearest training attack,
+    a missed attack under that of its nearest benign training text (Gate's
+    neighbour head, on the prompt's driving chunk).
+    """
+
+    outcome: Literal["false alarm", "missed attack"]
+    nearest: Literal["attack", "benign"]
+    source: str
+    prompts: int
+    share: float
+
+
 class UnseenResult(_Section):
     """The whole of an evaluation's ``result.json``."""
 
@@ -91,6 +113,9 @@ class UnseenResult(_Section):
     by_position_skipped: dict[str, int] = Field(default_factory=dict)
     in_distribution: Rates | None = None
     in_distribution_run: str | None = None
+    nearest: list[NearestSource] = Field(default_factory=list)
+    #: Why ``nearest`` is empty, when it is.
+    nearest_note: str | None = None
     seed: int
     n_resamples: int
     timings_seconds: dict[str, float] = Field(default_factory=dict)
