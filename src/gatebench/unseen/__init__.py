@@ -219,7 +219,10 @@ def evaluate_model(
     languages, few = by_language(prompts, threshold=threshold, **boot)
     positions, few_positions = by_position(prompts, threshold=threshold, **boot)
     pooled, by_source = rates_at(y, s, src, threshold, excluded=excluded, **boot)
+    timings["metrics"] = time.perf_counter() - t3
+    t4 = time.perf_counter()
     nearest, nearest_note = _nearest(model, train, prompts, threshold)
+    timings["nearest"] = time.perf_counter() - t4
     result = UnseenResult(
         model=ModelInfo(
             dir=str(model_dir),
@@ -246,7 +249,6 @@ def evaluate_model(
         seed=seed,
         n_resamples=n_resamples,
     )
-    timings["metrics"] = time.perf_counter() - t3
     timings["total"] = time.perf_counter() - t0
     result = result.model_copy(
         update={"timings_seconds": {k: round(v, 3) for k, v in timings.items()}}
