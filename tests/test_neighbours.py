@@ -16,26 +16,30 @@ from gatebench.unseen.nearest import nearest_training_rows
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def xstest_gate(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
-    """A small Gate (n-gram, static-embedding and neighbour heads) trained on xstest."""
+def _train_gate(heads: list[str], where: Path, data_dir: Path) -> Path:
+    """A small Gate of ``heads`` (no MiniLM stage) trained on xstest, at its headline point."""
     from gatebench import api
     from gatebench.config import RunConfig
 
-    tmp = tmp_path_factory.mktemp("xstest-gate")
     cfg = RunConfig(
         detector="gate",
-        detector_params={"heads": ["char", "embed", "neighbours"], "sentence": False},
+        detector_params={"heads": heads, "sentence": False},
         sources=("xstest",),
         data_dir=data_dir,
         cache_dir=Path(".cache/gatebench"),
-        out=tmp / "run",
+        out=where / "run",
         bootstrap=200,
         folds=3,
         n_jobs=1,
         diagnostics="none",
     )
-    return api.train(cfg, tmp / "model", operating_point="headline")
+    return api.train(cfg, where / "model", operating_point="headline")
+
+
+@pytest.fixture(scope="module")
+def xstest_gate(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
+    """A small Gate (n-gram, static-embedding and neighbour heads) trained on xstest."""
+    return _train_gate(["char", "embed", "neighbours"], tmp_path_factory.mktemp("gate"), data_dir)
 
 
 def test_a_training_text_finds_itself_first_with_its_label_and_source(
@@ -148,25 +152,7 @@ def test_a_file_of_texts_is_tallied_by_the_sources_they_lean_on(
 def test_text_read_by_meaning_is_marked_as_not_reading_the_neighbours(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    from gatebench import api
-    from gatebench.config import RunConfig
-
-    cfg = RunConfig(
-        detector="gate",
-        detector_params={
-            "heads": ["char", "neighbours", "multilingual_routed"],
-            "sentence": False,
-        },
-        sources=("xstest",),
-        data_dir=data_dir,
-        cache_dir=Path(".cache/gatebench"),
-        out=tmp_path / "run",
-        bootstrap=200,
-        folds=3,
-        n_jobs=1,
-        diagnostics="none",
-    )
-    model = api.train(cfg, tmp_path / "model", operating_point="headline")
+    model = _train_gate(["char", "neighbours", "multilingual_routed"], tmp_path, data_dir)
     texts = [
         "How do I kill a Python process that hangs?",
         "Wie kann ich einen Python-Prozess beenden, der nicht mehr reagiert?",
