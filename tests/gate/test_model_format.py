@@ -26,10 +26,18 @@ def test_format_3_directory_loads_and_scores_as_written() -> None:
     gate = Gate.load(DATA / "gate-format3")
     texts = expected["texts"]
     assert gate.trace_id == "format-3-fixture" and gate.threshold == 0.5
-    # Tolerance only for another machine's BLAS; on the writer's machine they are equal.
-    np.testing.assert_allclose(gate.score(texts), expected["score"], rtol=1e-9, atol=0)
-    np.testing.assert_allclose(gate.score_fast(texts), expected["score_fast"], rtol=1e-9, atol=0)
+    # The n-gram heads read only the saved state, so they score as written to the last
+    # bit but for another machine's BLAS. Everything that reads the static table does
+    # not: the table is distilled from MiniLM's weights on the machine that loads the
+    # model (it is too large for the directory), and another install of torch and
+    # transformers moves its float32 values in the last bits (2e-6 relative in the
+    # scores, seen on a fresh install). A refactor that changes scoring moves them by
+    # far more.
+    exact, distilled = {"rtol": 1e-9, "atol": 0}, {"rtol": 1e-5, "atol": 1e-12}
+    np.testing.assert_allclose(gate.score(texts), expected["score"], **distilled)
+    np.testing.assert_allclose(gate.score_fast(texts), expected["score_fast"], **distilled)
     heads = gate.head_scores(texts)
     assert list(heads) == list(expected["head_scores"])
     for name, p in heads.items():
-        np.testing.assert_allclose(p, expected["head_scores"][name], rtol=1e-9, atol=0)
+        tolerance = exact if name in ("char", "word") else distilled
+        np.testing.assert_allclose(p, expected["head_scores"][name], **tolerance)
