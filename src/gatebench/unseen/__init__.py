@@ -219,6 +219,7 @@ def evaluate_model(
     languages, few = by_language(prompts, threshold=threshold, **boot)
     positions, few_positions = by_position(prompts, threshold=threshold, **boot)
     pooled, by_source = rates_at(y, s, src, threshold, excluded=excluded, **boot)
+    in_dist = in_distribution(model, threshold)
     timings["metrics"] = time.perf_counter() - t3
     t4 = time.perf_counter()
     nearest, nearest_note = _nearest(model, train, prompts, threshold)
@@ -242,7 +243,7 @@ def evaluate_model(
         by_language_skipped=few,
         by_position=jsonable(positions),
         by_position_skipped=few_positions,
-        in_distribution=in_distribution(model, threshold),
+        in_distribution=in_dist,
         in_distribution_run=model.meta.get("evaluation_run"),
         nearest=jsonable(nearest),
         nearest_note=nearest_note,
