@@ -262,6 +262,42 @@ def topic_centres(x: np.ndarray, k: int, seed: int) -> Callable[[np.ndarray], np
     return lambda rows: np.asarray(rows - centres[km.predict(rows)])
 
 
+def neighbour_columns(
+    unit: np.ndarray,
+    rows: np.ndarray,
+    bank: np.ndarray,
+    y: np.ndarray,
+    source: np.ndarray,
+    consensus: int,
+) -> np.ndarray:
+    """Per row of ``rows``: similarity columns to the attacks and benign rows of ``bank``.
+
+    A row's own source is left out of the bank, so the fitted rows read their
+    neighbours as a never-seen source's rows do. ``consensus`` 0: the highest
+    similarity to each label. ``consensus=m``: the mean of the ``m`` highest
+    *per-source* maxima instead, so a text beside one source's attacks only
+    (one source's labelling of its topic) scores lower than a text beside
+    attacks of several sources.
+    """
+    order = np.lexsort((source[bank], y[bank]))  # by label, then source
+    ranked = bank[order]
+    cells = np.flatnonzero(
+        np.r_[True, (y[ranked][1:] != y[ranked][:-1]) | (source[ranked][1:] != source[ranked][:-1])]
+    )
+    cell_label = y[ranked][cells]
+    cell_source = source[ranked][cells]
+    out = np.zeros((len(rows), 2))
+    k = max(consensus, 1)
+    for start in range(0, len(rows), 1024):
+        block = rows[start : start + 1024]
+        per = np.maximum.reduceat(unit[block] @ unit[ranked].T, cells, axis=1)
+        per[source[block][:, None] == cell_source[None, :]] = -1.0
+        for label in (0, 1):
+            top = -np.sort(-per[:, cell_label == label], axis=1)[:, :k]
+            out[start : start + len(block), 1 - label] = top.mean(axis=1)
+    return out
+
+
 def _attack_kind(source: np.ndarray) -> np.ndarray:
     """Each row's kind of attack by its source's family (``harmful-request`` outside the four)."""
     from bench_generalisation import FAMILIES
@@ -382,6 +418,7 @@ def _lodo(
     benign_half: bool = False,
     pairs: int = 0,
     topics: int = 0,
+    neighbours: int = -1,
 ) -> tuple[dict[str, tuple[float, float | None]], dict[float, tuple[float, float]]]:
     """Each held-out source's (primary metric, AUC), and the pooled (benign FPR, attack recall).
 
@@ -421,6 +458,17 @@ def _lodo(
             xs = np.asarray(x @ basis.T)
         if topics:
             xs = topic_centres(x[fit_rows], topics, child_seed(SEED, "topics", source))(x)
+        if neighbours >= 0:
+            # Only the neighbour columns: the fitted rows' own source is left out of the bank.
+            from gatebench.gate.heads.neighbours import _principal_directions
+
+            # The neighbour banks' geometry: the fitted rows' 64 leading directions.
+            flat = x @ _principal_directions(np.asarray(x[fit_rows], np.float32), 64)
+            unit = flat / np.maximum(np.linalg.norm(flat, axis=1, keepdims=True), 1e-12)
+            read = np.concatenate([fit_rows, train[va], np.flatnonzero(held)])
+            cols = neighbour_columns(unit, read, fit_rows, y, names, neighbours)
+            xs = np.zeros((len(x), 2))
+            xs[read] = cols
         if min_sources:
             xs = _keep_columns(x, spread_mask(x[fit_rows], names[fit_rows], min_sources))
         if prune:
@@ -522,6 +570,13 @@ def main() -> None:
         help="subtract each row's nearest of K k-means topic centres before fitting",
     )
     ap.add_argument(
+        "--neighbours",
+        type=int,
+        default=-1,
+        help="read only two neighbour columns (own source left out): 0 the nearest attack and "
+        "benign similarity, M the mean of the M highest per-source maxima",
+    )
+    ap.add_argument(
         "--form-words",
         type=int,
         default=300,
@@ -579,6 +634,7 @@ def main() -> None:
             args.benign_half,
             args.pairs,
             args.topics,
+            args.neighbours,
         )
         fpr, recall = curve[RULES[0]]
         values = [v for v, _ in result.values()]
@@ -603,6 +659,8 @@ def main() -> None:
             erased += f", top {args.pairs} attack-minus-nearest-benign directions"
         if args.topics:
             erased += f", centred on the nearest of {args.topics} topics"
+        if args.neighbours >= 0:
+            erased += f", neighbour columns only (consensus of {args.neighbours or 1} sources)"
         if args.benign_half:
             erased += ", half of each held-out source's benign prompts trained on"
         print(f"{rep} ({model}{erased}): {macro} | AUC {aucs}")
