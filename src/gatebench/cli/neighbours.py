@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gatebench.cli.options import AsJson, DataDir, console, fail
+from gatebench.cli.serve import read_jsonl_inputs, read_one_text
 from gatebench.errors import DataError, GatebenchError
 
 __all__ = ["neighbours"]
@@ -43,7 +44,7 @@ def neighbours(
     from gatebench.unseen.nearest import nearest_training_rows
 
     try:
-        texts = _read_jsonl(jsonl) if jsonl is not None else [_one_text(text)]
+        texts = _read_texts(jsonl) if jsonl is not None else [read_one_text(text, "look up")]
         results = nearest_training_rows(model_dir, texts, k=k, data_dir=data_dir)
     except GatebenchError as exc:
         fail(exc)
@@ -56,37 +57,18 @@ def neighbours(
         _print_tally(results)
 
 
-def _one_text(text: str | None) -> str:
-    origin = "stdin" if text is None or text == "-" else "the TEXT argument"
-    one = sys.stdin.buffer.read().decode("utf-8", "replace") if origin == "stdin" else str(text)
-    if not one.strip():
-        raise DataError(f"the text from {origin} is empty or whitespace; give the text to look up")
-    return one
+def _read_texts(path: Path) -> list[str]:
+    """The texts of a JSONL file, read as ``gatebench detect --jsonl`` reads them."""
+    from gatebench.conversation import ScanPolicy
+    from gatebench.types import Position
 
-
-def _read_jsonl(path: Path) -> list[str]:
-    """The ``text`` of every line of ``path``; a bad line stops with its line number."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"cannot read --jsonl {path}: {exc.strerror}") from None
-    texts = []
-    for n, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            row = None
-        value = row.get("text") if isinstance(row, dict) else None
-        if not isinstance(value, str) or not value.strip():
-            raise DataError(
-                f'{path}:{n}: not a JSON object with a non-empty "text" string; write one '
-                '{"text": ...} object per line'
-            )
-        texts.append(value)
-    if not texts:
-        raise DataError(f'--jsonl {path}: no lines; write one {{"text": ...}} object per line')
+    inputs, _ = read_jsonl_inputs(path, ScanPolicy(), str(Position.USER))
+    texts = [x for x in inputs if isinstance(x, str)]
+    if len(texts) < len(inputs):
+        raise DataError(
+            f"{path} holds {len(inputs) - len(texts)} conversation line(s); neighbours looks "
+            'up texts: give {"text": ...} lines'
+        )
     return texts
 
 

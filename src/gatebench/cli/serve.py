@@ -69,21 +69,9 @@ def detect(
         except ValueError as exc:
             raise DataError(str(exc)) from None
         if jsonl is not None:
-            texts, positions = _detect_jsonl(jsonl, policy, default)
+            texts, positions = read_jsonl_inputs(jsonl, policy, default)
         else:
-            origin = "stdin" if text is None or text == "-" else "the TEXT argument"
-            # Bytes that are not UTF-8 become U+FFFD, as a browser shows them,
-            # instead of failing the whole input.
-            one = (
-                sys.stdin.buffer.read().decode("utf-8", "replace")
-                if origin == "stdin"
-                else str(text)
-            )
-            if not one.strip():
-                raise DataError(
-                    f"the text from {origin} is empty or whitespace; give the text to score"
-                )
-            texts, positions = [one], [default]
+            texts, positions = [read_one_text(text, "score")], [default]
         results = api.detect(model_dir, texts, policy=policy, positions=positions)
     except GatebenchError as exc:
         fail(exc)
@@ -91,7 +79,22 @@ def detect(
         sys.stdout.write(json.dumps(r) + "\n")
 
 
-def _detect_jsonl(
+def read_one_text(text: str | None, verb: str) -> str:
+    """The TEXT argument, or standard input for None or ``-``; refuse an empty one.
+
+    Bytes on standard input that are not UTF-8 become U+FFFD, as a browser
+    shows them, instead of failing the whole input.
+    """
+    from gatebench.errors import DataError
+
+    origin = "stdin" if text is None or text == "-" else "the TEXT argument"
+    one = sys.stdin.buffer.read().decode("utf-8", "replace") if origin == "stdin" else str(text)
+    if not one.strip():
+        raise DataError(f"the text from {origin} is empty or whitespace; give the text to {verb}")
+    return one
+
+
+def read_jsonl_inputs(
     path: Path, policy: ScanPolicy, position: str
 ) -> tuple[list[str | Conversation], list[str | None]]:
     """The texts and conversations of a JSONL file, and each one's position.

@@ -92,7 +92,7 @@ def nearest_training_rows(
     except ValueError as exc:
         raise ConfigError(f"{model_dir}: {exc}") from None
     frame = trace.frame
-    by_key = _rows_by_key(frame)
+    by_entry = _rows_by_entry(frame)
     out = []
     for i, result in enumerate(results):
         neighbours = []
@@ -102,7 +102,7 @@ def nearest_training_rows(
                     {
                         "label": _LABELS[label],
                         "similarity": round(float(sim), 4),
-                        "rows": _named(frame, by_key.get(int(key), []), label, model_dir),
+                        "rows": _named(frame, by_entry.get((int(key), label), []), model_dir),
                     }
                 )
         out.append(
@@ -118,8 +118,8 @@ def nearest_training_rows(
     return out
 
 
-def _named(frame: Any, rows: list[int], label: int, model_dir: Path) -> list[dict[str, Any]]:
-    """The trace rows of one bank entry that carry its label, as plain records."""
+def _named(frame: Any, rows: list[int], model_dir: Path) -> list[dict[str, Any]]:
+    """The trace rows of one bank entry, as plain records."""
     named = [
         {
             "source": str(frame["source"].iat[r]),
@@ -127,7 +127,6 @@ def _named(frame: Any, rows: list[int], label: int, model_dir: Path) -> list[dic
             "text": str(frame["text"].iat[r]),
         }
         for r in rows
-        if int(frame["label"].iat[r]) == label
     ]
     if not named:
         # The bank was fitted on this trace, so every entry's text is in it with its label.
@@ -139,12 +138,13 @@ def _named(frame: Any, rows: list[int], label: int, model_dir: Path) -> list[dic
     return named
 
 
-def _rows_by_key(frame: Any) -> dict[int, list[int]]:
-    """Trace rows by the text key of their normalised text."""
-    by_key: dict[int, list[int]] = {}
-    for row, key in enumerate(text_keys(frame["text"].tolist()).tolist()):
-        by_key.setdefault(key, []).append(row)
-    return by_key
+def _rows_by_entry(frame: Any) -> dict[tuple[int, int], list[int]]:
+    """Trace rows by bank entry: the text key of their normalised text, and their label."""
+    keys = text_keys(frame["text"].tolist()).tolist()
+    by_entry: dict[tuple[int, int], list[int]] = {}
+    for row, entry in enumerate(zip(keys, frame["label"].astype(int).tolist(), strict=True)):
+        by_entry.setdefault(entry, []).append(row)
+    return by_entry
 
 
 def errors_lean_on(
@@ -162,21 +162,22 @@ def errors_lean_on(
     ValueError
         ``gate`` has no neighbour head.
     """
+    if not false_alarms and not missed:
+        return []
     frame = train.frame
-    by_key = _rows_by_key(frame)
-    labels = frame["label"].to_numpy()
+    by_entry = _rows_by_entry(frame)
     sources = frame["source"].to_numpy()
+    # One search for both kinds of error: the false alarms first, then the misses.
+    banks, _ = gate.nearest_training([*false_alarms, *missed], 1)
+    split = len(false_alarms)
     out: list[dict[str, Any]] = []
-    for outcome, texts, bank, label in (
-        ("false alarm", false_alarms, 0, 1),
-        ("missed attack", missed, 1, 0),
+    for outcome, texts, keys, label in (
+        ("false alarm", false_alarms, banks[0][1][:split, 0], 1),
+        ("missed attack", missed, banks[1][1][split:, 0], 0),
     ):
-        if not texts:
-            continue
-        keys = gate.nearest_training(list(texts), 1)[0][bank][1]
         tally: Counter[str] = Counter()
-        for key in keys[:, 0].tolist():
-            rows = [r for r in by_key.get(int(key), []) if labels[r] == label]
+        for key in keys.tolist():
+            rows = by_entry.get((int(key), label), [])
             tally[str(sources[rows[0]]) if rows else "(not in the training trace)"] += 1
         for source, n in sorted(tally.items(), key=lambda kv: (-kv[1], kv[0])):
             out.append(

@@ -218,10 +218,16 @@ class NeighbourHead(EmbeddingInput, Head):
         out = []
         for bank, keys in ((self.attacks, self.attack_keys), (self.benign, self.benign_keys)):
             kk = min(int(k), len(bank))
-            s = q @ bank.T if kk else np.zeros((len(q), 0), dtype=np.float32)
-            order = np.argsort(-s, axis=1, kind="stable")[:, :kk]
-            sims = np.take_along_axis(s, order, axis=1)
-            out.append((sims, keys[order] if len(keys) else np.zeros(order.shape, np.uint64)))
+            sims = np.zeros((len(q), kk), dtype=np.float32)
+            where = np.zeros((len(q), kk), dtype=np.int64)
+            # Query blocks bound the similarity block's memory, as in :meth:`similarities`.
+            for start in range(0, len(q) if kk else 0, _BLOCK):
+                s = q[start : start + _BLOCK] @ bank.T
+                top = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
+                order = np.take_along_axis(top, np.argsort(-np.take_along_axis(s, top, 1), 1), 1)
+                where[start : start + _BLOCK] = order
+                sims[start : start + _BLOCK] = np.take_along_axis(s, order, axis=1)
+            out.append((sims, keys[where] if len(keys) else np.zeros(where.shape, np.uint64)))
         return out
 
     def meta_x(self, x: np.ndarray | Keyed) -> np.ndarray:
