@@ -223,8 +223,10 @@ class NeighbourHead(EmbeddingInput, Head):
             # Query blocks bound the similarity block's memory, as in :meth:`similarities`.
             for start in range(0, len(q) if kk else 0, _BLOCK):
                 s = q[start : start + _BLOCK] @ bank.T
-                top = np.argpartition(-s, kk - 1, axis=1)[:, :kk]
-                order = np.take_along_axis(top, np.argsort(-np.take_along_axis(s, top, 1), 1), 1)
+                top = np.sort(np.argpartition(-s, kk - 1, axis=1)[:, :kk], axis=1)
+                # Nearest first; equal similarities in bank order, as a stable sort gives.
+                rank = np.argsort(-np.take_along_axis(s, top, 1), axis=1, kind="stable")
+                order = np.take_along_axis(top, rank, 1)
                 where[start : start + _BLOCK] = order
                 sims[start : start + _BLOCK] = np.take_along_axis(s, order, axis=1)
             out.append((sims, keys[where] if len(keys) else np.zeros(where.shape, np.uint64)))
