@@ -12,8 +12,10 @@ from gatebench.conversation import (
     Conversation,
     ConversationError,
     ScanPolicy,
+    driving_text,
     parse_conversation,
     plan_scan,
+    pool_scan,
     score_conversations,
     window_positions,
 )
@@ -214,6 +216,23 @@ def test_border_windows_fit_one_window_and_only_join_same_roles() -> None:
     chat = Conversation.of(("user", "x" * 50), ("assistant", "ok"), ("user", "y" * 50))
     chat_plan = plan_scan(chat, ScanPolicy(), size=200, overlap=20)
     assert [(w.message, w.spans_to) for w in chat_plan.windows if w.spans_to] == [(0, 2)]
+
+
+def test_the_driving_text_is_the_window_the_detector_read() -> None:
+    conv = Conversation.of(
+        ("user", "Fetch both pages"),
+        ("tool", "Some page text. " * 30 + "SECRET"),
+        ("tool", "PAYLOAD and more text." + " filler" * 50),
+    )
+    plan = plan_scan(conv, ScanPolicy(), size=200, overlap=20)
+    assert any(w.spans_to is not None for w in plan.windows)
+    assert any(w.index > 0 for w in plan.windows)
+    for k, w in enumerate(plan.windows):
+        # Whichever window scores highest, its driver names the text it read.
+        scores = np.zeros(len(plan.windows))
+        scores[k] = 1.0
+        driver = pool_scan(plan, scores, ["single"] * len(scores), 0.5)["driver"]
+        assert driving_text(conv, driver) == w.text
 
 
 def test_nothing_to_scan_is_an_error_not_an_allow() -> None:

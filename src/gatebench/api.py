@@ -36,7 +36,7 @@ from gatebench.trace import (
     row_positions,
     save_trace,
 )
-from gatebench.types import Family, Position
+from gatebench.types import Family
 from gatebench.unseen.calibrate import check_holdout, check_target, unseen_operating_point
 
 __all__ = ["OPERATING_POINTS", "build_trace_from_options", "detect", "evaluate", "train"]
@@ -225,45 +225,7 @@ def detect(
     A model that reads positions (Gate with its data guard) reads a tool
     result or document for instructions; the others score every text alike.
     """
-    where = _input_positions(inputs, positions)
-    model = served_model(model_dir)
-    out: list[dict[str, Any]] = [{} for _ in inputs]
-    texts = [(k, x) for k, x in enumerate(inputs) if isinstance(x, str)]
-    conversations = [(k, x) for k, x in enumerate(inputs) if not isinstance(x, str)]
-    if texts:
-        placed = None if where is None else [where[k] for k, _ in texts]
-        scored = model.score_details([t for _, t in texts], placed)
-        for (k, _), result in zip(texts, scored, strict=True):
-            out[k] = result
-    if conversations:
-        scored = model.score_conversations([c for _, c in conversations], policy)
-        for (k, _), result in zip(conversations, scored, strict=True):
-            out[k] = result
-    return out
-
-
-def _input_positions(
-    inputs: Sequence[str | Conversation], positions: Sequence[str | None] | None
-) -> list[str] | None:
-    """``positions`` checked against ``inputs``, None read as a user turn."""
-    if positions is None:
-        return None
-    if len(positions) != len(inputs):
-        raise ConfigError(
-            f"positions: got {len(positions)} for {len(inputs)} inputs; give one per input"
-        )
-    out = []
-    for i, (x, p) in enumerate(zip(inputs, positions, strict=True)):
-        if not isinstance(x, str) and p is not None:
-            raise ConfigError(
-                f"positions[{i}] is {p!r} for a conversation; give None, its messages' roles "
-                "say where each sits"
-            )
-        try:
-            out.append(str(Position.parse(p, f"positions[{i}]")))
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-    return out
+    return served_model(model_dir).score_inputs(inputs, policy=policy, positions=positions)
 
 
 def build_trace_from_options(*, out: Path | None = None, **options: Any) -> Trace:

@@ -25,7 +25,9 @@ from gatebench.conversation import (
     score_conversations,
 )
 from gatebench.detectors import check_scores, score_detector
+from gatebench.errors import ConfigError
 from gatebench.modeldir import load_model, shipped_rule
+from gatebench.types import Position
 
 __all__ = ["ServeSettings", "ServedModel", "served_model"]
 
@@ -173,6 +175,41 @@ class ServedModel:
             k += len(sp)
         return out
 
+    def score_inputs(
+        self,
+        inputs: Sequence[str | Conversation],
+        *,
+        policy: ScanPolicy | None = None,
+        positions: Sequence[str | None] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Score a mix of texts and conversations; one result per input, in order.
+
+        A text gets :meth:`score_details`' result, a conversation
+        :meth:`score_conversations`' (under ``policy``). ``positions``, one per
+        input, says where each text sits: ``user`` (or None), ``tool`` or
+        ``document``; a conversation's entry is None, its messages' roles say it.
+
+        Raises
+        ------
+        ConfigError
+            ``positions`` of the wrong length, a position for a conversation,
+            or an unknown position.
+        """
+        where = _input_positions(inputs, positions)
+        out: list[dict[str, Any]] = [{} for _ in inputs]
+        texts = [(k, x) for k, x in enumerate(inputs) if isinstance(x, str)]
+        conversations = [(k, x) for k, x in enumerate(inputs) if not isinstance(x, str)]
+        if texts:
+            placed = None if where is None else [where[k] for k, _ in texts]
+            scored = self.score_details([t for _, t in texts], placed)
+            for (k, _), result in zip(texts, scored, strict=True):
+                out[k] = result
+        if conversations:
+            scored = self.score_conversations([c for _, c in conversations], policy)
+            for (k, _), result in zip(conversations, scored, strict=True):
+                out[k] = result
+        return out
+
     def score_conversations(
         self, conversations: Sequence[Conversation], policy: ScanPolicy | None = None
     ) -> list[dict[str, Any]]:
@@ -219,3 +256,27 @@ def served_model(model_dir: Path, settings: ServeSettings | None = None) -> Serv
         "heads": list(getattr(loaded.detector, "head_names", []) or []),
     }
     return ServedModel(loaded.detector, loaded.threshold, info, settings or ServeSettings())
+
+
+def _input_positions(
+    inputs: Sequence[str | Conversation], positions: Sequence[str | None] | None
+) -> list[str] | None:
+    """``positions`` checked against ``inputs``, None read as a user turn."""
+    if positions is None:
+        return None
+    if len(positions) != len(inputs):
+        raise ConfigError(
+            f"positions: got {len(positions)} for {len(inputs)} inputs; give one per input"
+        )
+    out = []
+    for i, (x, p) in enumerate(zip(inputs, positions, strict=True)):
+        if not isinstance(x, str) and p is not None:
+            raise ConfigError(
+                f"positions[{i}] is {p!r} for a conversation; give None, its messages' roles "
+                "say where each sits"
+            )
+        try:
+            out.append(str(Position.parse(p, f"positions[{i}]")))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return out

@@ -9,15 +9,27 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gatebench.cli.options import AsJson, DataDir, console, fail
-from gatebench.cli.serve import read_jsonl_inputs, read_one_text
-from gatebench.errors import DataError, GatebenchError
+from gatebench.cli.options import (
+    AsJson,
+    DataDir,
+    PositionOption,
+    ScanRoles,
+    SpanAdjacent,
+    console,
+    fail,
+    scan_policy,
+)
+from gatebench.cli.serve import parse_position, read_jsonl_inputs, read_one_text
+from gatebench.errors import GatebenchError
+
+if TYPE_CHECKING:
+    from gatebench.conversation import Conversation
 
 __all__ = ["neighbours"]
 
@@ -34,18 +46,34 @@ def neighbours(
     ] = None,
     jsonl: Annotated[
         Path | None,
-        typer.Option("--jsonl", help='Look up every {"text": ...} line of a JSONL file instead.'),
+        typer.Option(
+            "--jsonl",
+            help='Look up every {"text": ...} and {"messages": [...]} line of a JSONL file '
+            "instead.",
+        ),
     ] = None,
     k: Annotated[int, typer.Option("--k", help="Nearest training texts of each label.")] = 5,
+    position: PositionOption = None,
+    scan_roles: ScanRoles = "user,tool,document",
+    span_adjacent: SpanAdjacent = True,
     data_dir: DataDir = None,
     as_json: AsJson = False,
 ) -> None:
     """Score texts and list the training attacks and benign texts nearest to each, by source."""
     from gatebench.unseen.nearest import nearest_training_rows
 
+    inputs: list[str | Conversation]
+    positions: list[str | None]
     try:
-        texts = _read_texts(jsonl) if jsonl is not None else [read_one_text(text, "look up")]
-        results = nearest_training_rows(model_dir, texts, k=k, data_dir=data_dir)
+        policy = scan_policy(scan_roles, span_adjacent)
+        default = parse_position(position)
+        if jsonl is not None:
+            inputs, positions = read_jsonl_inputs(jsonl, policy, default)
+        else:
+            inputs, positions = [read_one_text(text, "look up")], [default]
+        results = nearest_training_rows(
+            model_dir, inputs, k=k, policy=policy, positions=positions, data_dir=data_dir
+        )
     except GatebenchError as exc:
         fail(exc)
     if as_json:
@@ -57,29 +85,8 @@ def neighbours(
         _print_tally(results)
 
 
-def _read_texts(path: Path) -> list[str]:
-    """The texts of a JSONL file, read as ``gatebench detect --jsonl`` reads them."""
-    from gatebench.conversation import ScanPolicy
-    from gatebench.types import Position
-
-    inputs, _ = read_jsonl_inputs(path, ScanPolicy(), str(Position.USER))
-    texts = [x for x in inputs if isinstance(x, str)]
-    if len(texts) < len(inputs):
-        raise DataError(
-            f"{path} holds {len(inputs) - len(texts)} conversation line(s); neighbours looks "
-            'up texts: give {"text": ...} lines'
-        )
-    return texts
-
-
 def _print(result: dict[str, Any]) -> None:
-    chunk = result["chunk"]
-    where = (
-        f", window {chunk['index'] + 1} of {chunk['n_chunks']} (characters "
-        f"{chunk['start']}-{chunk['end']})"
-        if chunk["n_chunks"] > 1
-        else ""
-    )
+    where = _where(result)
     console.print(
         f"score {result['score']:.4f}: {result['decision']} at threshold "
         f"{result['threshold']:.4f}{where}",
@@ -104,6 +111,31 @@ def _print(result: dict[str, Any]) -> None:
             shown += f"  (+{len(rows) - 1} more rows with this text)"
         table.add_row(n["label"], f"{n['similarity']:.3f}", escape(sources), escape(shown))
     console.print(table)
+
+
+def _where(result: dict[str, Any]) -> str:
+    """Which window drove the score: of a long text, or a conversation's message or border."""
+    if "driver" not in result:
+        chunk = result["chunk"]
+        if chunk["n_chunks"] == 1:
+            return ""
+        return (
+            f", window {chunk['index'] + 1} of {chunk['n_chunks']} (characters "
+            f"{chunk['start']}-{chunk['end']})"
+        )
+    driver, n = result["driver"], len(result["messages"])
+    if driver["spans_to"] is not None:
+        return (
+            f", driven by the border of messages {driver['message'] + 1} and "
+            f"{driver['spans_to'] + 1} of {n} ({driver['role']})"
+        )
+    window = driver["window"]
+    part = (
+        f", window {window['index'] + 1} of {window['n_windows']}"
+        if window["n_windows"] > 1
+        else ""
+    )
+    return f", driven by message {driver['message'] + 1} of {n} ({driver['role']}){part}"
 
 
 def _print_tally(results: list[dict[str, Any]]) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "LabelMap",
     "PersonaHalves",
     "PersonaTwins",
+    "PositionOption",
     "QuoteTwins",
     "Roles",
     "Seed",
@@ -57,6 +58,14 @@ console = Console()
 err = Console(stderr=True)
 
 # Options that several commands take, spelled and explained once.
+PositionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--position",
+        help="Where the texts sit in the agent's input: user (the default), tool or "
+        'document. A --jsonl line\'s own "position" wins over it.',
+    ),
+]
 AsJson = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 DataDir = Annotated[
     Path | None,

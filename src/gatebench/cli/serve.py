@@ -17,6 +17,7 @@ from rich.table import Table
 
 from gatebench.cli.options import (
     DataDir,
+    PositionOption,
     ScanRoles,
     SpanAdjacent,
     console,
@@ -28,7 +29,7 @@ from gatebench.errors import GatebenchError
 if TYPE_CHECKING:
     from gatebench.conversation import Conversation, ScanPolicy
 
-__all__ = ["bench_app", "detect", "serve"]
+__all__ = ["bench_app", "detect", "parse_position", "read_jsonl_inputs", "read_one_text", "serve"]
 
 bench_app = typer.Typer(help="Measure a model directory: service latency.", no_args_is_help=True)
 
@@ -44,30 +45,18 @@ def detect(
             "--jsonl", help='Score a JSONL file of {"text": ...} and {"messages": [...]} rows.'
         ),
     ] = None,
-    position: Annotated[
-        str | None,
-        typer.Option(
-            "--position",
-            help="Where the texts sit in the agent's input: user (the default), tool or "
-            'document. A --jsonl line\'s own "position" wins over it.',
-        ),
-    ] = None,
+    position: PositionOption = None,
     scan_roles: ScanRoles = "user,tool,document",
     span_adjacent: SpanAdjacent = True,
 ) -> None:
     """Score texts or conversations with a model directory; prints one JSON result per input."""
     from gatebench import api
-    from gatebench.errors import DataError
-    from gatebench.types import Position
 
     texts: list[str | Conversation]
     positions: list[str | None]
     try:
         policy = scan_policy(scan_roles, span_adjacent)
-        try:
-            default = str(Position.parse(position, "--position"))
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
+        default = parse_position(position)
         if jsonl is not None:
             texts, positions = read_jsonl_inputs(jsonl, policy, default)
         else:
@@ -77,6 +66,17 @@ def detect(
         fail(exc)
     for r in results:
         sys.stdout.write(json.dumps(r) + "\n")
+
+
+def parse_position(position: str | None) -> str:
+    """``--position`` checked: user (None), tool or document."""
+    from gatebench.errors import DataError
+    from gatebench.types import Position
+
+    try:
+        return str(Position.parse(position, "--position"))
+    except ValueError as exc:
+        raise DataError(str(exc)) from None
 
 
 def read_one_text(text: str | None, verb: str) -> str:

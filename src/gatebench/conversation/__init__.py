@@ -18,6 +18,7 @@ from gatebench.conversation.messages import (
 from gatebench.conversation.policy import DEFAULT_SCAN_ROLES, ScanPolicy
 from gatebench.conversation.scan import (
     ScanPlan,
+    driving_text,
     plan_scan,
     pool_plans,
     pool_scan,
@@ -33,6 +34,7 @@ __all__ = [
     "Message",
     "ScanPlan",
     "ScanPolicy",
+    "driving_text",
     "parse_conversation",
     "plan_scan",
     "pool_plans",

@@ -29,6 +29,7 @@ __all__ = [
     "BORDER_JOIN",
     "ScanPlan",
     "Window",
+    "driving_text",
     "plan_scan",
     "pool_plans",
     "pool_scan",
@@ -121,10 +122,40 @@ def plan_scan(
         for i, j in pairwise(scanned):
             if messages[i].role == messages[j].role:
                 first, second = messages[i].content, messages[j].content
-                start = max(0, len(first) - half)
-                text = first[start:] + BORDER_JOIN + second[:half]
-                windows.append(Window(i, -1, start, min(half, len(second)), text, spans_to=j))
+                start, end = max(0, len(first) - half), min(half, len(second))
+                text = _border_text(first, second, start, end)
+                windows.append(Window(i, -1, start, end, text, spans_to=j))
     return ScanPlan(conversation, policy, tuple(windows), n_windows, skipped)
+
+
+def _border_text(first: str, second: str, start: int, end: int) -> str:
+    """A border window's text: the end of ``first`` from ``start``, the start of ``second``."""
+    return first[start:] + BORDER_JOIN + second[:end]
+
+
+def driving_text(conversation: Conversation, driver: dict[str, Any]) -> str:
+    """The text of the window that drove a conversation's score.
+
+    Parameters
+    ----------
+    conversation : Conversation
+        The conversation scored.
+    driver : dict
+        Its result's ``driver`` (:func:`pool_scan`): message, window and ``spans_to``.
+
+    Returns
+    -------
+    str
+        The window's text as the detector read it; a border window's joins the
+        two messages' edges as :func:`plan_scan` does.
+    """
+    window, messages = driver["window"], conversation.messages
+    content = messages[driver["message"]].content
+    if driver["spans_to"] is None:
+        return content[window["start"] : window["end"]]
+    return _border_text(
+        content, messages[driver["spans_to"]].content, window["start"], window["end"]
+    )
 
 
 def _window_info(w: Window, n: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gatebench.conversation import Conversation, ScanPolicy, driving_text
 from gatebench.errors import ConfigError, DataError
 from gatebench.gate.views import text_keys
 from gatebench.unseen.overlap import training_trace
@@ -29,33 +30,42 @@ _LABELS = ("benign", "attack")
 
 def nearest_training_rows(
     model_dir: Path,
-    texts: Sequence[str],
+    inputs: Sequence[str | Conversation],
     *,
     k: int = 5,
+    policy: ScanPolicy | None = None,
+    positions: Sequence[str | None] | None = None,
     data_dir: Path | None = None,
     cache_dir: Path | None = Path(".cache/gatebench"),
 ) -> list[dict[str, Any]]:
-    """Each text's score and its ``k`` nearest training attacks and benign texts, named.
+    """Each input's score and its ``k`` nearest training attacks and benign texts, named.
 
     Parameters
     ----------
     model_dir : Path
         A Gate model directory from ``gatebench train`` (its neighbour head
         holds the banks).
-    texts : sequence of str
-        Texts to look up; each is also scored.
+    inputs : sequence of str or Conversation
+        Texts and conversations to look up; each is also scored, as
+        ``gatebench detect`` scores it.
     k : int
         Neighbours per bank, at least 1.
+    policy : ScanPolicy, optional
+        Which roles of a conversation are scanned (``detect``'s default).
+    positions : sequence of str or None, optional
+        Where each text sits (``user``, ``tool`` or ``document``), as for
+        :func:`gatebench.api.detect`.
     data_dir, cache_dir : Path, optional
         Where the model's sources are, and the trace cache.
 
     Returns
     -------
     list of dict
-        Per text: ``score``, ``decision``, ``threshold`` and ``chunk`` as
-        ``gatebench detect`` gives them; ``neighbours_read``, whether the
-        score reads the neighbour head at all (not for text the route reads
-        by meaning); and ``neighbours`` of the driving window (nearest first,
+        Per input: ``gatebench detect``'s result without its timings (a
+        text's ``chunk``, a conversation's ``driver`` and ``messages``), the
+        ``threshold``; ``neighbours_read``, whether the score reads the
+        neighbour head at all (not for text the route reads by meaning); and
+        ``neighbours`` of the window that drove the score (nearest first,
         attacks then benign texts), each with
         ``label``, ``similarity`` (cosine in the neighbour head's space) and
         ``rows``: every training row with that normalised text (``source``,
@@ -82,11 +92,11 @@ def nearest_training_rows(
             "its training texts' vectors to search. Train one with `gatebench train -d gate`"
         )
     trace = training_trace(model.meta, model_dir, data_dir=data_dir, cache_dir=cache_dir, fix=_FIX)
-    # Scored as the service scores them; a long text is searched by its driving window.
-    results = ServedModel(gate, model.threshold, {}, ServeSettings()).score_details(list(texts))
-    driving = [
-        t[r["chunk"]["start"] : r["chunk"]["end"]] for t, r in zip(texts, results, strict=True)
-    ]
+    # Scored as the service scores them; a long text or a conversation is
+    # searched by the window that drove its score.
+    served = ServedModel(gate, model.threshold, {}, ServeSettings())
+    results = served.score_inputs(inputs, policy=policy, positions=positions)
+    driving = [_driving(x, r) for x, r in zip(inputs, results, strict=True)]
     try:
         banks, read = gate.nearest_training(driving, k)
     except ValueError as exc:
@@ -105,17 +115,23 @@ def nearest_training_rows(
                         "rows": _named(frame, by_entry.get((int(key), label), []), model_dir),
                     }
                 )
+        scored = {key: v for key, v in result.items() if key != "timings_ms"}
         out.append(
             {
-                "score": result["score"],
-                "decision": result["decision"],
+                **scored,
                 "threshold": model.threshold,
-                "chunk": result["chunk"],
                 "neighbours_read": bool(read[i]),
                 "neighbours": neighbours,
             }
         )
     return out
+
+
+def _driving(x: str | Conversation, result: dict[str, Any]) -> str:
+    """The window of a text or conversation that drove its score."""
+    if isinstance(x, str):
+        return x[result["chunk"]["start"] : result["chunk"]["end"]]
+    return driving_text(x, result["driver"])
 
 
 def _named(frame: Any, rows: list[int], model_dir: Path) -> list[dict[str, Any]]:
