@@ -28,6 +28,7 @@ __all__ = [
     "load_model",
     "read_manifest",
     "save_model",
+    "shipped_fpr",
     "shipped_rule",
 ]
 
@@ -91,13 +92,53 @@ def shipped_rule(meta: dict[str, Any]) -> str | None:
     """
     tuned = meta.get("traffic_threshold")
     if isinstance(tuned, dict) and tuned.get("rule"):
-        adapted = meta.get("adapted")
-        tune = adapted.get("tune", {}) if isinstance(adapted, dict) else {}
-        if tune.get("sha256") and tune.get("sha256") == tuned.get("input", {}).get("sha256"):
+        if _picked_on_untrained_part(meta):
             return f"benign traffic, the part not trained on: {tuned['rule']}"
         return f"benign traffic: {tuned['rule']}"
     op = meta.get("operating_point")
     return op.get("rule") if isinstance(op, dict) else None
+
+
+def shipped_fpr(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """The benign flag rate a manifest's threshold was measured at, and on what.
+
+    It is the baseline a service's block rate is read against: on traffic that
+    is mostly benign, a block rate well above it says the threshold does not
+    hold there. A threshold re-picked on traffic gives that sample's rate (for
+    ``gatebench adapt``, the part not trained on); the default training rule
+    gives the mean over benign sources held out of the fit; the headline rule
+    gives the pooled out-of-fold rate, on sources the fold models saw, which
+    new traffic usually exceeds. None when the manifest records no rate.
+
+    Returns
+    -------
+    dict or None
+        ``value`` (a rate in [0, 1]) and ``measured_on`` (in words).
+    """
+    tuned = meta.get("traffic_threshold")
+    if isinstance(tuned, dict) and isinstance(tuned.get("chosen"), dict):
+        part = " (the part not trained on)" if _picked_on_untrained_part(meta) else ""
+        return _rate(tuned["chosen"].get("fpr"), f"the benign traffic sample{part}")
+    op = meta.get("operating_point")
+    if not isinstance(op, dict):
+        return None
+    if "mean_fpr" in op:
+        return _rate(op["mean_fpr"], "mean over benign sources held out of the fit")
+    return _rate(op.get("fpr"), "pooled out-of-fold benign rows of sources the folds saw")
+
+
+def _picked_on_untrained_part(meta: dict[str, Any]) -> bool:
+    """Whether ``gatebench adapt`` re-picked the threshold on the traffic it did not fit on."""
+    tuned, adapted = meta.get("traffic_threshold"), meta.get("adapted")
+    tune = adapted.get("tune", {}) if isinstance(adapted, dict) else {}
+    given = tuned.get("input", {}).get("sha256") if isinstance(tuned, dict) else None
+    return bool(tune.get("sha256")) and tune.get("sha256") == given
+
+
+def _rate(value: Any, measured_on: str) -> dict[str, Any] | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        return None
+    return {"value": float(value), "measured_on": measured_on}
 
 
 def read_manifest(path: Path | str) -> dict[str, Any]:

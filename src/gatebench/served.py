@@ -26,7 +26,7 @@ from gatebench.conversation import (
 )
 from gatebench.detectors import check_scores, score_detector
 from gatebench.errors import ConfigError
-from gatebench.modeldir import load_model, shipped_rule
+from gatebench.modeldir import load_model, shipped_fpr, shipped_rule
 from gatebench.types import Position
 
 __all__ = ["ServeSettings", "ServedModel", "served_model"]
@@ -252,6 +252,7 @@ def served_model(model_dir: Path, settings: ServeSettings | None = None) -> Serv
         "trace_id": loaded.meta.get("trace_id"),
         "target_fpr": loaded.meta.get("target_fpr"),
         "threshold_rule": shipped_rule(loaded.meta),
+        "shipped_fpr": shipped_fpr(loaded.meta),
         "detector_spec": loaded.meta.get("detector"),
         "heads": list(getattr(loaded.detector, "head_names", []) or []),
     }

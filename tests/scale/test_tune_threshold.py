@@ -201,6 +201,11 @@ def test_new_model_ships_the_bounded_threshold(
     info = served_model(out).info()
     assert info["threshold"] == loaded.threshold and info["target_fpr"] == 0.02
     assert info["threshold_rule"] == shipped_rule(loaded.meta)
+    # The service's baseline is the sample's own rate at the new threshold.
+    assert info["shipped_fpr"] == {
+        "value": record["chosen"]["fpr"], "measured_on": "the benign traffic sample"
+    }  # fmt: skip
+    assert record["chosen"]["fpr"] == record["chosen"]["flagged"] / 602
     # Bulk scoring with the new directory flags what the record says.
     summary = score_file(out, traffic, tmp_path / "again.parquet")
     assert summary["flagged"] == record["chosen"]["flagged"]

@@ -48,7 +48,7 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
         but ``/healthz`` (``/metrics`` and ``/openapi.json`` included) requires it.
     """
     settings = settings or ServeSettings()
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(model.threshold, model.info().get("shipped_fpr"))
     # Scoring is CPU-bound and mostly holds the GIL, so a few threads do as much
     # as the default 40; every extra thread that ever scores keeps its own
     # malloc arena and stack, which showed up as resident memory creeping up.
@@ -154,7 +154,7 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
         else:
             results = await score_conversations(req)
         elapsed = (time.perf_counter() - t0) * 1000.0
-        metrics.observe(results, elapsed)
+        metrics.observe(results, elapsed, req.positions if req.texts is not None else None)
         body: dict[str, Any] = {"threshold": model.threshold, "elapsed_ms": elapsed}
         body.update({"results": results} if req.batch else results[0])
         return JSONResponse(body)

@@ -1,4 +1,13 @@
-"""Prometheus text-format metrics, kept in process (no extra dependency)."""
+"""Prometheus text-format metrics, kept in process (no extra dependency).
+
+Besides counts and latency, the service reports what it decides: blocks and
+allows by kind of input, the score distribution (with the threshold as one
+bucket bound), and the benign flag rate the threshold was measured at. A
+threshold is chosen on text the model was trained without, and a deployment
+is one more source it never saw; on traffic that is mostly benign, a block
+rate well above that baseline is the sign that the threshold does not hold
+there, and the cue to re-pick it on a sample (``gatebench tune-threshold``).
+"""
 
 from __future__ import annotations
 
@@ -8,24 +17,29 @@ from typing import Any
 
 __all__ = ["ServiceMetrics"]
 
+_KINDS = ("text", "conversation")
 BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+#: Score bucket bounds, finest near the top where thresholds sit; the model's
+#: threshold is added to them.
+BUCKETS_SCORE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
 
 
 class _Histogram:
-    def __init__(self) -> None:
-        self.counts = [0] * (len(BUCKETS_MS) + 1)
+    def __init__(self, bounds: tuple[float, ...] = BUCKETS_MS) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
         self.total = 0.0
         self.n = 0
 
     def observe(self, value: float) -> None:
-        i = next((i for i, b in enumerate(BUCKETS_MS) if value <= b), len(BUCKETS_MS))
+        i = next((i for i, b in enumerate(self.bounds) if value <= b), len(self.bounds))
         self.counts[i] += 1
         self.total += value
         self.n += 1
 
     def lines(self, name: str, labels: str) -> list[str]:
         out, running = [], 0
-        for bound, count in zip([*map(str, BUCKETS_MS), "+Inf"], self.counts, strict=True):
+        for bound, count in zip([*map(str, self.bounds), "+Inf"], self.counts, strict=True):
             running += count
             out.append(f'{name}_bucket{{{labels}le="{bound}"}} {running}')
         tail = f"{{{labels.rstrip(',')}}}" if labels else ""
@@ -35,10 +49,25 @@ class _Histogram:
 
 
 class ServiceMetrics:
-    """Request counts, latency histograms per stage, and the deferred rate."""
+    """Request counts, decisions and scores, latency histograms per stage, the deferred rate.
 
-    def __init__(self) -> None:
+    Parameters
+    ----------
+    threshold : float, optional
+        The model's operating threshold: a bound of the score buckets, and a gauge.
+    shipped_fpr : dict, optional
+        :func:`gatebench.modeldir.shipped_fpr` of the model: the baseline gauge.
+    """
+
+    def __init__(
+        self, threshold: float | None = None, shipped_fpr: dict[str, Any] | None = None
+    ) -> None:
         self._lock = threading.Lock()
+        self.threshold = threshold
+        self.shipped_fpr = shipped_fpr
+        self.decisions: Counter[tuple[str, str, str]] = Counter()
+        bounds = set(BUCKETS_SCORE) | ({float(threshold)} if threshold is not None else set())
+        self.scores = {kind: _Histogram(tuple(sorted(bounds))) for kind in _KINDS}
         self.requests = 0
         self.texts = 0
         self.errors: Counter[int] = Counter()
@@ -49,18 +78,30 @@ class ServiceMetrics:
         self.request_ms = _Histogram()
         self.stage_ms: dict[str, _Histogram] = {}
 
-    def observe(self, results: list[dict[str, Any]], elapsed_ms: float) -> None:
+    def observe(
+        self,
+        results: list[dict[str, Any]],
+        elapsed_ms: float,
+        positions: list[str] | None = None,
+    ) -> None:
+        """Count one answered request: its results, and the texts' positions (None: user)."""
         with self._lock:
             self.requests += 1
             self.texts += len(results)
             self.request_ms.observe(elapsed_ms)
-            for r in results:
+            for i, r in enumerate(results):
                 self.stages[r["stage"]] += 1
                 if "messages" in r:  # a conversation's result
                     self.conversations += 1
                     self.messages_scanned += r["scanned"]
                     if r.get("decision") == "block":
                         self.blocks_by_role[r["driver"]["role"]] += 1
+                    kind, position = "conversation", ""
+                else:
+                    kind, position = "text", positions[i] if positions else "user"
+                self.scores[kind].observe(float(r["score"]))
+                if "decision" in r:
+                    self.decisions[(kind, position, r["decision"])] += 1
             for stage, ms in results[0]["timings_ms"].items():
                 if stage != "total":
                     self.stage_ms.setdefault(stage, _Histogram()).observe(ms)
@@ -104,6 +145,35 @@ class ServiceMetrics:
                     f'gatebench_stage_texts_total{{stage="{s}"}} {n}'
                     for s, n in sorted(self.stages.items())
                 ),
+                "# HELP gatebench_decisions_total Inputs decided, by kind (text or "
+                "conversation), a text's position, and decision.",
+                "# TYPE gatebench_decisions_total counter",
+                *(
+                    f'gatebench_decisions_total{{input="{k}",{_position(p)}decision="{d}"}} {n}'
+                    for (k, p, d), n in sorted(self.decisions.items())
+                ),
+                "# HELP gatebench_threshold The operating threshold: block iff score >= it.",
+                "# TYPE gatebench_threshold gauge",
+                *([f"gatebench_threshold {self.threshold}"] if self.threshold is not None else []),
+                "# HELP gatebench_shipped_fpr The benign flag rate the threshold was measured at; "
+                "a block rate on mostly benign traffic well above it says the threshold does not "
+                "hold there.",
+                "# TYPE gatebench_shipped_fpr gauge",
+                *(
+                    [
+                        f'gatebench_shipped_fpr{{measured_on="{self.shipped_fpr["measured_on"]}"}} '
+                        f"{self.shipped_fpr['value']}"
+                    ]
+                    if self.shipped_fpr
+                    else []
+                ),
+                "# HELP gatebench_score Scores of texts and conversations, by kind of input.",
+                "# TYPE gatebench_score histogram",
+                *(
+                    line
+                    for kind in _KINDS
+                    for line in self.scores[kind].lines("gatebench_score", f'input="{kind}",')
+                ),
                 "# HELP gatebench_deferred_ratio Share of texts decided by the deferred stage.",
                 "# TYPE gatebench_deferred_ratio gauge",
                 f"gatebench_deferred_ratio {deferred / self.texts if self.texts else 0.0}",
@@ -116,3 +186,8 @@ class ServiceMetrics:
             for stage, hist in sorted(self.stage_ms.items()):
                 lines += hist.lines("gatebench_stage_latency_ms", f'stage="{stage}",')
         return "\n".join(lines) + "\n"
+
+
+def _position(position: str) -> str:
+    """A text's position label; a conversation's messages carry their own roles."""
+    return f'position="{position}",' if position else ""
