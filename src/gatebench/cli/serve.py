@@ -19,6 +19,7 @@ from gatebench.cli.options import (
     DataDir,
     PositionOption,
     ScanRoles,
+    Seed,
     SpanAdjacent,
     console,
     fail,
@@ -235,6 +236,24 @@ def serve(
         int,
         typer.Option(min=1, help="Most windows one request's conversations need (413 above)."),
     ] = 4096,
+    record_sample: Annotated[
+        Path | None,
+        typer.Option(
+            help="Append a random --record-share of the inputs to this JSONL file (users' "
+            "text, verbatim): the sample tune-threshold and adapt take."
+        ),
+    ] = None,
+    record_share: Annotated[
+        float, typer.Option(help="Share of inputs --record-sample writes, in (0, 1].")
+    ] = 0.01,
+    record_blocked: Annotated[
+        Path | None,
+        typer.Option(
+            help="Append every blocked input to this JSONL file (users' text, verbatim): "
+            "what a reviewer reads for false alarms."
+        ),
+    ] = None,
+    seed: Seed = None,
 ) -> None:
     """Serve a model over HTTP: /v1/score, /v1/info, /healthz, /metrics, /openapi.json.
 
@@ -243,10 +262,27 @@ def serve(
     """
     _one_math_thread()
     from gatebench.serve.model import ServeSettings
+    from gatebench.serve.record import TrafficRecorder
     from gatebench.serve.server import serve_forever, serve_workers
     from gatebench.served import served_model
 
+    recorder = None
     try:
+        if record_sample is not None or record_blocked is not None:
+            if workers > 1:
+                from gatebench.errors import ConfigError
+
+                raise ConfigError(
+                    f"--record-sample and --record-blocked take one process; with --workers "
+                    f"{workers} each would write the same file. Record with --workers 1 (or "
+                    "record in the application in front of the workers)"
+                )
+            from gatebench.config import RunConfig
+
+            root = seed if seed is not None else RunConfig.model_fields["seed"].default
+            recorder = TrafficRecorder(
+                sample=record_sample, blocked=record_blocked, share=record_share, seed=root
+            )
         policy = scan_policy(scan_roles, span_adjacent)
         settings = ServeSettings(
             scan_roles=policy.roles,
@@ -282,7 +318,7 @@ def serve(
     if model is None:
         serve_workers(str(model_dir), settings, host=host, port=port, workers=workers)
     else:
-        serve_forever(model, settings, host=host, port=port)
+        serve_forever(model, settings, host=host, port=port, recorder=recorder)
 
 
 def _int_list(value: str, option: str) -> list[int]:

@@ -25,6 +25,7 @@ from gatebench.serve.batcher import MicroBatcher
 from gatebench.serve.metrics import ServiceMetrics
 from gatebench.serve.model import ServedModel, ServeSettings
 from gatebench.serve.openapi import score_request_body, score_responses
+from gatebench.serve.record import TrafficRecorder
 from gatebench.serve.validation import (
     BadRequest,
     ScoreRequest,
@@ -36,7 +37,11 @@ from gatebench.serve.validation import (
 __all__ = ["create_app"]
 
 
-def create_app(model: ServedModel, settings: ServeSettings | None = None) -> FastAPI:
+def create_app(
+    model: ServedModel,
+    settings: ServeSettings | None = None,
+    recorder: TrafficRecorder | None = None,
+) -> FastAPI:
     """Build the service around ``model``.
 
     Parameters
@@ -46,9 +51,12 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
     settings : ServeSettings, optional
         Limits and the optional bearer token. With a token set, every endpoint
         but ``/healthz`` (``/metrics`` and ``/openapi.json`` included) requires it.
+    recorder : TrafficRecorder, optional
+        Where a share of the answered inputs, and the blocked ones, are written;
+        closed when the app shuts down.
     """
     settings = settings or ServeSettings()
-    metrics = ServiceMetrics(model.threshold, model.info().get("shipped_fpr"))
+    metrics = ServiceMetrics(model.threshold, model.info().get("shipped_fpr"), recorder)
     # Scoring is CPU-bound and mostly holds the GIL, so a few threads do as much
     # as the default 40; every extra thread that ever scores keeps its own
     # malloc arena and stack, which showed up as resident memory creeping up.
@@ -60,6 +68,8 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         await batcher.aclose()  # uvicorn has finished the in-flight requests by now
+        if recorder is not None:
+            recorder.close()
 
     app = FastAPI(
         title="gatebench detection service",
@@ -155,6 +165,10 @@ def create_app(model: ServedModel, settings: ServeSettings | None = None) -> Fas
             results = await score_conversations(req)
         elapsed = (time.perf_counter() - t0) * 1000.0
         metrics.observe(results, elapsed, req.positions if req.texts is not None else None)
+        if recorder is not None:
+            inputs = req.texts if req.texts is not None else req.conversations
+            assert inputs is not None
+            recorder.record(inputs, results, req.positions, model.threshold)
         body: dict[str, Any] = {"threshold": model.threshold, "elapsed_ms": elapsed}
         body.update({"results": results} if req.batch else results[0])
         return JSONResponse(body)

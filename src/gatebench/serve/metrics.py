@@ -57,12 +57,18 @@ class ServiceMetrics:
         The model's operating threshold: a bound of the score buckets, and a gauge.
     shipped_fpr : dict, optional
         :func:`gatebench.modeldir.shipped_fpr` of the model: the baseline gauge.
+    recorder : object, optional
+        The traffic recorder, whose ``counts`` of lines written are reported.
     """
 
     def __init__(
-        self, threshold: float | None = None, shipped_fpr: dict[str, Any] | None = None
+        self,
+        threshold: float | None = None,
+        shipped_fpr: dict[str, Any] | None = None,
+        recorder: Any = None,
     ) -> None:
         self._lock = threading.Lock()
+        self.recorder = recorder
         self.threshold = threshold
         self.shipped_fpr = shipped_fpr
         self.decisions: Counter[tuple[str, str, str]] = Counter()
@@ -173,6 +179,12 @@ class ServiceMetrics:
                     line
                     for kind in _KINDS
                     for line in self.scores[kind].lines("gatebench_score", f'input="{kind}",')
+                ),
+                "# HELP gatebench_recorded_total Inputs written to the traffic files, by file.",
+                "# TYPE gatebench_recorded_total counter",
+                *(
+                    f'gatebench_recorded_total{{file="{kind}"}} {n}'
+                    for kind, n in (self.recorder.counts.items() if self.recorder else ())
                 ),
                 "# HELP gatebench_deferred_ratio Share of texts decided by the deferred stage.",
                 "# TYPE gatebench_deferred_ratio gauge",

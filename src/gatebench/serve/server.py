@@ -11,14 +11,21 @@ import uvicorn
 from gatebench.serve.app import create_app
 from gatebench.serve.model import ServedModel, ServeSettings
 from gatebench.serve.protocol import http_protocol
+from gatebench.serve.record import TrafficRecorder
 from gatebench.served import served_model
 
 __all__ = ["ServerThread", "app_from_env", "serve_forever", "serve_workers"]
 
 
-def _config(model: ServedModel, settings: ServeSettings, host: str, port: int) -> uvicorn.Config:
+def _config(
+    model: ServedModel,
+    settings: ServeSettings,
+    host: str,
+    port: int,
+    recorder: TrafficRecorder | None = None,
+) -> uvicorn.Config:
     return uvicorn.Config(
-        create_app(model, settings),
+        create_app(model, settings, recorder),
         host=host,
         port=port,
         # Limits and a deadline on the request head (uvicorn's parser has neither).
@@ -32,10 +39,15 @@ def _config(model: ServedModel, settings: ServeSettings, host: str, port: int) -
 
 
 def serve_forever(
-    model: ServedModel, settings: ServeSettings, *, host: str = "127.0.0.1", port: int = 8000
+    model: ServedModel,
+    settings: ServeSettings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    recorder: TrafficRecorder | None = None,
 ) -> None:
     """Serve until interrupted; SIGTERM and SIGINT drain in-flight requests first."""
-    uvicorn.Server(_config(model, settings, host, port)).run()
+    uvicorn.Server(_config(model, settings, host, port, recorder)).run()
 
 
 _MODEL_ENV = "GATEBENCH_SERVE_MODEL_DIR"
@@ -87,8 +99,13 @@ class ServerThread:
     ...     httpx.get(server.url + "/healthz")
     """
 
-    def __init__(self, model: ServedModel, settings: ServeSettings | None = None) -> None:
-        config = _config(model, settings or ServeSettings(), "127.0.0.1", 0)
+    def __init__(
+        self,
+        model: ServedModel,
+        settings: ServeSettings | None = None,
+        recorder: TrafficRecorder | None = None,
+    ) -> None:
+        config = _config(model, settings or ServeSettings(), "127.0.0.1", 0, recorder)
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self.server.run, daemon=True)
         self.url = ""
