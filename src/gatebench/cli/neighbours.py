@@ -9,7 +9,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -23,13 +23,9 @@ from gatebench.cli.options import (
     SpanAdjacent,
     console,
     fail,
-    scan_policy,
 )
-from gatebench.cli.serve import parse_position, read_jsonl_inputs, read_one_text
+from gatebench.cli.serve import read_inputs
 from gatebench.errors import GatebenchError
-
-if TYPE_CHECKING:
-    from gatebench.conversation import Conversation
 
 __all__ = ["neighbours"]
 
@@ -62,15 +58,10 @@ def neighbours(
     """Score texts and list the training attacks and benign texts nearest to each, by source."""
     from gatebench.unseen.nearest import nearest_training_rows
 
-    inputs: list[str | Conversation]
-    positions: list[str | None]
     try:
-        policy = scan_policy(scan_roles, span_adjacent)
-        default = parse_position(position)
-        if jsonl is not None:
-            inputs, positions = read_jsonl_inputs(jsonl, policy, default)
-        else:
-            inputs, positions = [read_one_text(text, "look up")], [default]
+        inputs, positions, policy = read_inputs(
+            text, jsonl, position, scan_roles, span_adjacent, "look up"
+        )
         results = nearest_training_rows(
             model_dir, inputs, k=k, policy=policy, positions=positions, data_dir=data_dir
         )

@@ -30,7 +30,15 @@ from gatebench.errors import GatebenchError
 if TYPE_CHECKING:
     from gatebench.conversation import Conversation, ScanPolicy
 
-__all__ = ["bench_app", "detect", "parse_position", "read_jsonl_inputs", "read_one_text", "serve"]
+__all__ = [
+    "bench_app",
+    "detect",
+    "parse_position",
+    "read_inputs",
+    "read_jsonl_inputs",
+    "read_one_text",
+    "serve",
+]
 
 bench_app = typer.Typer(help="Measure a model directory: service latency.", no_args_is_help=True)
 
@@ -53,20 +61,36 @@ def detect(
     """Score texts or conversations with a model directory; prints one JSON result per input."""
     from gatebench import api
 
-    texts: list[str | Conversation]
-    positions: list[str | None]
     try:
-        policy = scan_policy(scan_roles, span_adjacent)
-        default = parse_position(position)
-        if jsonl is not None:
-            texts, positions = read_jsonl_inputs(jsonl, policy, default)
-        else:
-            texts, positions = [read_one_text(text, "score")], [default]
+        texts, positions, policy = read_inputs(
+            text, jsonl, position, scan_roles, span_adjacent, "score"
+        )
         results = api.detect(model_dir, texts, policy=policy, positions=positions)
     except GatebenchError as exc:
         fail(exc)
     for r in results:
         sys.stdout.write(json.dumps(r) + "\n")
+
+
+def read_inputs(
+    text: str | None,
+    jsonl: Path | None,
+    position: str | None,
+    scan_roles: str,
+    span_adjacent: bool,
+    verb: str,
+) -> tuple[list[str | Conversation], list[str | None], ScanPolicy]:
+    """What ``detect`` and ``neighbours`` read: TEXT or stdin, or a JSONL file's lines.
+
+    Returns the inputs (texts and conversations), each one's position (None
+    for a conversation) and the scanning policy the options give.
+    """
+    policy = scan_policy(scan_roles, span_adjacent)
+    default = parse_position(position)
+    if jsonl is not None:
+        inputs, positions = read_jsonl_inputs(jsonl, policy, default)
+        return inputs, positions, policy
+    return [read_one_text(text, verb)], [default], policy
 
 
 def parse_position(position: str | None) -> str:
