@@ -23,6 +23,11 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     }
 
 
+def _decided(got: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> dict[object, float]:
+    """The decision counter's samples, by their labels."""
+    return {labels: v for (name, labels), v in got.items() if name == "gatebench_decisions_total"}
+
+
 def _text(score: float) -> dict[str, object]:
     return {"score": score, "decision": "block" if score >= THRESHOLD else "allow", "stage": "fast",
             "timings_ms": {"fast": 1.0}}  # fmt: skip
@@ -38,10 +43,7 @@ def test_decisions_and_scores_are_counted_by_kind_and_position() -> None:
     metrics.observe([_text(0.99)], 2.0)  # no positions: a user turn
     metrics.observe([_conversation(0.5, "tool"), _conversation(0.97, "document")], 9.0)
     got = _samples(metrics.render())
-    decided = {
-        labels: v for (name, labels), v in got.items() if name == "gatebench_decisions_total"
-    }
-    assert decided == {
+    assert _decided(got) == {
         (("decision", "allow"), ("input", "text"), ("position", "user")): 1.0,
         (("decision", "block"), ("input", "text"), ("position", "user")): 1.0,
         (("decision", "block"), ("input", "text"), ("position", "tool")): 2.0,
@@ -107,10 +109,7 @@ def test_the_service_counts_what_it_answers() -> None:
             timeout=10,
         )  # fmt: skip
         got = _samples(httpx.get(server.url + "/metrics").text)
-    decided = {
-        labels: v for (name, labels), v in got.items() if name == "gatebench_decisions_total"
-    }
-    assert decided == {
+    assert _decided(got) == {
         (("decision", "block"), ("input", "text"), ("position", "user")): 1.0,
         (("decision", "allow"), ("input", "text"), ("position", "user")): 1.0,
         (("decision", "block"), ("input", "text"), ("position", "document")): 1.0,
