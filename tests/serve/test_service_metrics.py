@@ -69,6 +69,12 @@ def test_a_model_without_a_recorded_rate_exposes_no_baseline() -> None:
     assert got[("gatebench_threshold", ())] == 0.5
 
 
+def test_label_values_are_escaped_as_the_format_asks() -> None:
+    odd = 'a "quoted" back\\slash\nand a new line'
+    got = _samples(ServiceMetrics(0.5, {"value": 0.02, "measured_on": odd}).render())
+    assert got[("gatebench_shipped_fpr", (("measured_on", odd),))] == 0.02
+
+
 def test_the_baseline_is_read_from_the_rule_that_placed_the_threshold() -> None:
     unseen = {"operating_point": {"rule": "mean FPR", "mean_fpr": 0.0299, "pooled_fpr": 0.02}}
     headline = {"operating_point": {"rule": "max F1 s.t. FPR", "fpr": 0.0098}}

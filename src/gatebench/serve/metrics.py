@@ -116,6 +116,12 @@ class ServiceMetrics:
         with self._lock:
             self.errors[status] += 1
 
+    def _baseline(self) -> list[str]:
+        if not self.shipped_fpr:
+            return []
+        on = _label(self.shipped_fpr["measured_on"])
+        return [f'gatebench_shipped_fpr{{measured_on="{on}"}} {self.shipped_fpr["value"]}']
+
     def render(self) -> str:
         with self._lock:
             deferred = self.stages.get("deferred", 0)
@@ -165,14 +171,7 @@ class ServiceMetrics:
                 "a block rate on mostly benign traffic well above it says the threshold does not "
                 "hold there.",
                 "# TYPE gatebench_shipped_fpr gauge",
-                *(
-                    [
-                        f'gatebench_shipped_fpr{{measured_on="{self.shipped_fpr["measured_on"]}"}} '
-                        f"{self.shipped_fpr['value']}"
-                    ]
-                    if self.shipped_fpr
-                    else []
-                ),
+                *self._baseline(),
                 "# HELP gatebench_score Scores of texts and conversations, by kind of input.",
                 "# TYPE gatebench_score histogram",
                 *(
@@ -203,3 +202,8 @@ class ServiceMetrics:
 def _position(position: str) -> str:
     """A text's position label; a conversation's messages carry their own roles."""
     return f'position="{position}",' if position else ""
+
+
+def _label(value: str) -> str:
+    """A label value escaped as the exposition format asks (backslash, quote, newline)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
