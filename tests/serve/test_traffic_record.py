@@ -114,6 +114,29 @@ def test_the_service_records_what_it_answers(tmp_path: Path) -> None:
     assert len(_lines(tmp_path / "blocked.jsonl")) == 2 and recorder.counts["blocked"] == 2
 
 
+def test_a_file_that_cannot_be_written_costs_the_copy_not_the_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Full:
+        def write(self, line: str) -> None:
+            raise OSError(28, "No space left on device")
+
+        def flush(self) -> None: ...
+
+        def close(self) -> None: ...
+
+    recorder = TrafficRecorder(blocked=tmp_path / "b.jsonl")
+    recorder._files["blocked"] = Full()  # type: ignore[assignment]
+    with ServerThread(keyword_model(), SETTINGS, recorder) as server:
+        for _ in range(3):
+            r = httpx.post(server.url + "/v1/score", json={"text": ATTACK}, timeout=10)
+            assert r.status_code == 200 and r.json()["decision"] == "block"
+        scrape = httpx.get(server.url + "/metrics").text
+    assert 'gatebench_record_errors_total{file="blocked"} 3' in scrape
+    assert 'gatebench_recorded_total{file="blocked"} 0' in scrape
+    assert capsys.readouterr().err.count("No space left on device") == 1  # said once
+
+
 def test_recording_with_several_workers_is_refused(tmp_path: Path) -> None:
     fails_cleanly(
         ["serve", str(tmp_path), "--workers", "2", "--record-blocked", str(tmp_path / "b.jsonl")],

@@ -185,6 +185,13 @@ class ServiceMetrics:
                     f'gatebench_recorded_total{{file="{kind}"}} {n}'
                     for kind, n in (self.recorder.counts.items() if self.recorder else ())
                 ),
+                "# HELP gatebench_record_errors_total Inputs the traffic files could not take "
+                "(the answer was sent; only the copy is lost), by file.",
+                "# TYPE gatebench_record_errors_total counter",
+                *(
+                    f'gatebench_record_errors_total{{file="{kind}"}} {n}'
+                    for kind, n in (self.recorder.failed.items() if self.recorder else ())
+                ),
                 "# HELP gatebench_deferred_ratio Share of texts decided by the deferred stage.",
                 "# TYPE gatebench_deferred_ratio gauge",
                 f"gatebench_deferred_ratio {deferred / self.texts if self.texts else 0.0}",

@@ -19,6 +19,7 @@ in the same order records the same lines.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,10 +75,12 @@ class TrafficRecorder:
         self._rng = np.random.default_rng(child_sequence(seed, "serve", "record"))
         self._lock = threading.Lock()
         self._files: dict[str, TextIO] = {}
-        self.counts = {"sample": 0, "blocked": 0}
         for kind, path in (("sample", sample), ("blocked", blocked)):
             if path is not None:
                 self._files[kind] = _open(path, kind)
+        #: Lines written, and lines lost to a write error, per file given.
+        self.counts = dict.fromkeys(self._files, 0)
+        self.failed = dict.fromkeys(self._files, 0)
 
     def record(
         self,
@@ -99,9 +102,22 @@ class TrafficRecorder:
                     ensure_ascii=False,
                 )
                 for kind in kinds:
-                    self._files[kind].write(line + "\n")
-                    self._files[kind].flush()
-                    self.counts[kind] += 1
+                    try:
+                        self._files[kind].write(line + "\n")
+                        self._files[kind].flush()
+                    except OSError as exc:
+                        # A full disk must not turn answers into errors: the input
+                        # was scored, and only its copy is lost. Counted, and said once.
+                        if not self.failed[kind]:
+                            print(
+                                f"gatebench serve: cannot write the {kind} file "
+                                f"({exc.strerror}); its lines are counted in /metrics as "
+                                "gatebench_record_errors_total until it can",
+                                file=sys.stderr,
+                            )
+                        self.failed[kind] += 1
+                    else:
+                        self.counts[kind] += 1
 
     def close(self) -> None:
         """Close the files."""
