@@ -326,8 +326,13 @@ def test_warm_loads_the_encoder_now_and_changes_no_score(routed_gate, make_data,
     gate = Gate.load(tmp_path / "m")
     encoder = gate._get_featurizer().multilingual
     assert encoder is not None and encoder._model is None  # lazy until a text needs it
+    from gatebench.language import _identifier
+
+    _identifier.cache_clear()
     assert gate.warm() is gate
     assert encoder._model is not None
+    # The language check's identifier is loaded too, not by the first request.
+    assert _identifier.cache_info().currsize == 1
     assert gate.stats["requests"] == 0
     probe = [*make_data(20, seed=3)[0], *FOREIGN_ATTACKS]
     assert np.array_equal(gate.score(probe), routed_gate.score(probe))

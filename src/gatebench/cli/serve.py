@@ -326,19 +326,23 @@ def serve(
         )
         # With several workers each loads its own model; this process only supervises.
         model = served_model(model_dir, settings) if workers == 1 else None
-        if model is None:
-            from gatebench.artifacts import read_json
-            from gatebench.modeldir import MANIFEST
+        from gatebench.modeldir import read_manifest, shipped_fpr
 
-            threshold = float(read_json(model_dir / MANIFEST)["threshold"])
-        else:
-            threshold = model.threshold
+        meta = read_manifest(model_dir)
+        threshold = model.threshold if model is not None else float(meta["threshold"])
     except GatebenchError as exc:
         fail(exc)
     console.print(
         f"serving {model_dir} on http://{host}:{port} (threshold {threshold:.4f}"
         + (f", {workers} worker processes)" if workers > 1 else ")")
     )
+    baseline = shipped_fpr(meta)
+    if baseline is not None:
+        console.print(
+            f"benign flag rate at this threshold: {baseline['value']:.2%} "
+            f"({baseline['measured_on']}); /metrics has it as gatebench_shipped_fpr",
+            highlight=False,
+        )
     if model is None:
         serve_workers(str(model_dir), settings, host=host, port=port, workers=workers)
     else:
