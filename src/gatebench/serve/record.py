@@ -93,8 +93,8 @@ class TrafficRecorder:
         with self._lock:
             drawn = self._rng.random(len(inputs)) < self.share
             for i, (x, r) in enumerate(zip(inputs, results, strict=True)):
-                kinds = [k for k in self._files if k == "sample" and drawn[i]]
-                kinds += [k for k in self._files if k == "blocked" and r.get("decision") == "block"]
+                wanted = {"sample": drawn[i], "blocked": r.get("decision") == "block"}
+                kinds = [k for k in self._files if wanted[k]]
                 if not kinds:
                     continue
                 line = json.dumps(
