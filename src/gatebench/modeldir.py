@@ -26,6 +26,7 @@ __all__ = [
     "MODEL_FORMAT",
     "LoadedModel",
     "load_model",
+    "model_summary",
     "read_manifest",
     "save_model",
     "shipped_fpr",
@@ -139,6 +140,78 @@ def _rate(value: Any, measured_on: str) -> dict[str, Any] | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
         return None
     return {"value": float(value), "measured_on": measured_on}
+
+
+def model_summary(meta: dict[str, Any]) -> dict[str, Any]:
+    """What a manifest says about its model, in the order a reviewer asks.
+
+    Which detector and recipe, on which trace; the threshold, the rule that
+    placed it and the benign flag rate it was measured at; each source held
+    out of the fit at that threshold (the default rule's folds); and what
+    ``tune-threshold`` and ``adapt`` changed. Nothing is loaded or scored.
+
+    Returns
+    -------
+    dict
+        ``detector``, ``trace``, ``threshold``, ``held_out`` (rows per source,
+        empty for other rules), ``held_out_totals`` (or None), ``traffic`` and
+        ``adapted`` (None unless re-picked or refitted), ``environment``.
+    """
+    spec, op = meta.get("trace_spec") or {}, meta.get("operating_point")
+    op = op if isinstance(op, dict) else {}
+    per_source: dict[str, Any] = op.get("per_source") or {}
+    held_out = [
+        {
+            "source": name,
+            "benign": row.get("n_benign", 0),
+            "fpr": row.get("fpr"),
+            "attacks": row.get("n_attack", 0),
+            "recall": row.get("recall"),
+            "in_mean": bool(row.get("averaged")),
+        }
+        for name, row in sorted(per_source.items())
+    ]
+    totals = (
+        {k: op.get(k) for k in ("holdout", "n_folds", "mean_fpr", "pooled_fpr", "mean_recall",
+                                "pooled_recall")}
+        if per_source
+        else None
+    )  # fmt: skip
+    tuned, adapted = meta.get("traffic_threshold"), meta.get("adapted")
+    return {
+        "detector": meta.get("detector"),
+        "trace": {
+            "trace_id": meta.get("trace_id"),
+            "sources": list(spec.get("sources", [])),
+            "roles": dict(spec.get("roles", {})),
+            "seed": spec.get("seed"),
+        },
+        "threshold": {
+            "value": meta.get("threshold"),
+            "rule": shipped_rule(meta),
+            "target_fpr": meta.get("target_fpr"),
+            "shipped_fpr": shipped_fpr(meta),
+        },
+        "held_out": held_out,
+        "held_out_totals": totals,
+        "traffic": _traffic(tuned) if isinstance(tuned, dict) else None,
+        "adapted": _adapted(adapted) if isinstance(adapted, dict) else None,
+        "environment": meta.get("environment"),
+    }
+
+
+def _traffic(record: dict[str, Any]) -> dict[str, Any]:
+    keys = ("target_fpr", "confidence", "rows_read", "rows_rejected", "rows_trained_on",
+            "rows_used", "chosen", "previous")  # fmt: skip
+    return {"input": record.get("input", {}).get("path")} | {k: record.get(k) for k in keys}
+
+
+def _adapted(record: dict[str, Any]) -> dict[str, Any]:
+    keys = ("from_model", "train_share", "split_draw")
+    return {k: record.get(k) for k in keys} | {
+        "train_rows": record.get("train", {}).get("rows"),
+        "tune_rows": record.get("tune", {}).get("rows"),
+    }
 
 
 def read_manifest(path: Path | str) -> dict[str, Any]:

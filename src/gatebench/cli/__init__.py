@@ -11,6 +11,7 @@ This package builds the typer ``app`` (the ``gatebench`` console script, and
 - :mod:`~gatebench.cli.bulk`: ``score``, ``audit``, ``tune-threshold``;
 - :mod:`~gatebench.cli.adapt`: ``adapt``;
 - :mod:`~gatebench.cli.neighbours`: ``neighbours``;
+- :mod:`~gatebench.cli.model`: ``model show``;
 - :mod:`~gatebench.cli.plugins`: ``detectors list``, ``diagnostics list``;
 
 and :mod:`~gatebench.cli.options` what they share (common options, consoles,
@@ -23,7 +24,18 @@ from __future__ import annotations
 
 import typer
 
-from gatebench.cli import adapt, bulk, data, evaluate, neighbours, plugins, run, serve, turns
+from gatebench.cli import (
+    adapt,
+    bulk,
+    data,
+    evaluate,
+    model,
+    neighbours,
+    plugins,
+    run,
+    serve,
+    turns,
+)
 
 __all__ = ["app", "main"]
 
@@ -47,6 +59,7 @@ app.command("diagnose")(run.diagnose)
 app.command("report")(run.report)
 app.command("score")(bulk.score)
 app.command("audit")(bulk.audit)
+app.add_typer(model.model_app, name="model")
 app.add_typer(data.data_app, name="data")
 app.add_typer(data.trace_app, name="trace")
 app.add_typer(serve.bench_app, name="bench")
