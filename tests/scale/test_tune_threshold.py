@@ -215,6 +215,9 @@ def test_new_model_ships_the_bounded_threshold(
     assert twice["previous"]["tuned"] is True and record["previous"]["tuned"] is False
     assert twice["previous"]["threshold"] == loaded.threshold
     assert twice["previous"]["target_fpr"] == 0.02
+    # What the previous threshold was measured at: the first sample's rate; none before it.
+    assert twice["previous"]["shipped_fpr"]["value"] == record["chosen"]["fpr"]
+    assert record["previous"]["shipped_fpr"] is None
     assert load_model(tmp_path / "twice").threshold == twice["chosen"]["threshold"]
 
 
@@ -226,6 +229,18 @@ def test_command_prints_both_thresholds(model_dir: Path, traffic: Path, tmp_path
     assert "605 rows read, 602 benign prompts scored, 3 rejected" in text
     meta = json.loads((out / MANIFEST).read_text())
     assert f"{meta['threshold']:.4f}" in text and "0.5000" in text
+    assert "was measured at" not in text  # the input model records no rate
+    # Tuned again, it compares this traffic with the rate the first sample gave.
+    again = runner.invoke(
+        app, ["tune-threshold", str(out), str(traffic), "--out", str(tmp_path / "again")]
+    )
+    assert again.exit_code == 0, again.output
+    text = " ".join(again.output.split())
+    chosen = meta["traffic_threshold"]["chosen"]
+    assert (
+        f"the previous threshold was measured at {100 * chosen['fpr']:.2f}% (the benign "
+        f"traffic sample); this traffic: {100 * chosen['fpr']:.2f}%"
+    ) in text
 
 
 def test_command_refusals(model_dir: Path, traffic: Path, tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ from gatebench.bulk.traffic_bound import (
 from gatebench.config import new_directory
 from gatebench.conversation import ScanPolicy
 from gatebench.errors import ConfigError
-from gatebench.modeldir import MANIFEST, read_manifest
+from gatebench.modeldir import MANIFEST, read_manifest, shipped_fpr
 from gatebench.parallel import Executor
 from gatebench.trace import Trace
 
@@ -248,6 +248,7 @@ def _tune(
             **previous.as_dict(),
             "target_fpr": meta.get("target_fpr"),
             "tuned": "traffic_threshold" in meta,
+            "shipped_fpr": shipped_fpr(meta),
         },
         "chosen": chosen.as_dict(),
         "gatebench_version": summary["gatebench_version"],

@@ -317,6 +317,14 @@ def _print_tuned(record: dict[str, Any], out: Path) -> None:
             ]
         table.add_row(*cells)
     console.print(table)
+    baseline, before = record["previous"].get("shipped_fpr"), record["previous"]
+    if baseline:
+        console.print(
+            f"the previous threshold was measured at {fmt_pct(baseline['value'])} "
+            f"({baseline['measured_on']}); this traffic: {fmt_pct(before['fpr'])}, upper "
+            f"bound {fmt_pct(before['fpr_upper'])}",
+            highlight=False,
+        )
     if hit and (hit["rows_rejected"] or hit["rows_trained_on"]):
         console.print(
             f"attacks: {hit['rows_rejected']:,} of {hit['rows_read']:,} rows rejected, "
