@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gatebench.serve.record import TrafficRecorder
 
 __all__ = ["ServiceMetrics"]
 
@@ -57,15 +60,15 @@ class ServiceMetrics:
         The model's operating threshold: a bound of the score buckets, and a gauge.
     shipped_fpr : dict, optional
         :func:`gatebench.modeldir.shipped_fpr` of the model: the baseline gauge.
-    recorder : object, optional
-        The traffic recorder, whose ``counts`` of lines written are reported.
+    recorder : TrafficRecorder, optional
+        The traffic recorder, whose lines written and lost are reported.
     """
 
     def __init__(
         self,
         threshold: float | None = None,
         shipped_fpr: dict[str, Any] | None = None,
-        recorder: Any = None,
+        recorder: TrafficRecorder | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self.recorder = recorder
