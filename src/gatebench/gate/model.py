@@ -839,9 +839,10 @@ class Gate:
         The route's language identifier and multilingual encoder load lazily,
         so that a caller who never scores non-English text never pays for the
         encoder (about a second to load on two cores), and the fast path
-        builds its lookups on first use (the neighbour banks' text keys). A
-        service calls this at start instead; its first request otherwise
-        took about half a second. Scores and counters are untouched.
+        builds its lookups on first use (the neighbour banks' text keys), and
+        the deferred stage's MiniLM graph runs slower the first time. A service
+        calls this at start instead; its first request otherwise took about
+        half a second. Scores and counters are untouched.
         """
         self._check_fitted()
         feat = self._get_featurizer()
@@ -850,8 +851,12 @@ class Gate:
         feat.route_flags([_WARM_TEXT])
         if feat.multilingual is not None:
             feat.multilingual.encode(["warm"])
-        # The fast path, outside the cascade, which counts requests.
-        self._fast_meta(feat([_WARM_TEXT], full=False))
+        # The fast path and the deferred reading, outside the cascade, which counts
+        # requests: the MiniLM graph's first run is slower than the rest.
+        views = feat([_WARM_TEXT], full=False)
+        _, per_head = self._fast_meta(views)
+        if self.sentence_combiner is not None:
+            self._sentence_proba(views, per_head)
         return self
 
     # -- persistence -------------------------------------------------------------------
