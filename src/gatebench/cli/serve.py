@@ -303,9 +303,11 @@ def serve(
                 )
             from gatebench.config import RunConfig
 
-            root = seed if seed is not None else RunConfig.model_fields["seed"].default
             recorder = TrafficRecorder(
-                sample=record_sample, blocked=record_blocked, share=record_share, seed=root
+                sample=record_sample,
+                blocked=record_blocked,
+                share=record_share,
+                seed=RunConfig().seed if seed is None else seed,
             )
         policy = scan_policy(scan_roles, span_adjacent)
         settings = ServeSettings(
@@ -326,17 +328,19 @@ def serve(
         )
         # With several workers each loads its own model; this process only supervises.
         model = served_model(model_dir, settings) if workers == 1 else None
-        from gatebench.modeldir import read_manifest, shipped_fpr
+        if model is None:
+            from gatebench.modeldir import read_manifest, shipped_fpr
 
-        meta = read_manifest(model_dir)
-        threshold = model.threshold if model is not None else float(meta["threshold"])
+            meta = read_manifest(model_dir)
+            threshold, baseline = float(meta["threshold"]), shipped_fpr(meta)
+        else:
+            threshold, baseline = model.threshold, model.info()["shipped_fpr"]
     except GatebenchError as exc:
         fail(exc)
     console.print(
         f"serving {model_dir} on http://{host}:{port} (threshold {threshold:.4f}"
         + (f", {workers} worker processes)" if workers > 1 else ")")
     )
-    baseline = shipped_fpr(meta)
     if baseline is not None:
         console.print(
             f"benign flag rate at this threshold: {baseline['value']:.2%} "
