@@ -37,6 +37,8 @@ def new_stats() -> dict[str, float]:
         "fast_seconds": 0.0,
         "deferred_seconds": 0.0,
         "judge_seconds": 0.0,
+        "segments": 0,
+        "segment_seconds": 0.0,
     }
 
 
@@ -67,11 +69,15 @@ def route(
 SLICE = 64
 
 
-def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, tuple[float, ...]]:
+def run_cascade(
+    gate: Gate, texts: list[str], stats: dict[str, float] | None = None
+) -> tuple[np.ndarray, np.ndarray, tuple[float, ...]]:
     """Scores, the indices routed to the deferred stage, and seconds per stage.
 
     The seconds are those of the fast path, the deferred stage and the
-    judge; ``gate.stats`` is updated with the same counts and times. A
+    judge; ``stats`` (default ``gate.stats``) is updated with the same
+    counts and times: derived texts (a document's segments) are counted
+    apart from the requests. A
     batch goes through the fast path in slices of :data:`SLICE`, and each
     slice's deferred rows are encoded on a :class:`~gatebench.gate.textpool.Lane`
     beside the next slices and the deferred windows. Every stage scores a
@@ -82,6 +88,7 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
     gate._check_fitted()  # before the featurizer, which may build the static table
     if not texts:
         return np.zeros(0), np.zeros(0, dtype=np.intp), (0.0, 0.0, 0.0)
+    s = gate.stats if stats is None else stats
     t0 = time.perf_counter()
     featurize = gate._get_featurizer()
     sentence = gate.sentence_combiner is not None
@@ -121,9 +128,8 @@ def run_cascade(gate: Gate, texts: list[str]) -> tuple[np.ndarray, np.ndarray, t
             out[routed] = stage.proba(stage.with_base(pieces, base))
     t2 = time.perf_counter()
     if routed.size and gate.judge is not None:
-        out[routed] = _apply_judge(gate.judge, [texts[i] for i in routed], out[routed], gate.stats)
+        out[routed] = _apply_judge(gate.judge, [texts[i] for i in routed], out[routed], s)
     t3 = time.perf_counter()
-    s = gate.stats
     s["requests"] += len(texts)
     s["fast_exit"] += len(texts) - routed.size
     s["deferred_band"] += n_band

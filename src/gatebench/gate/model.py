@@ -67,6 +67,7 @@ from gatebench.gate.judge import LLMJudge
 from gatebench.gate.multilingual import MultilingualEncoder
 from gatebench.gate.params import check_params
 from gatebench.gate.persist import open_gate, save_gate
+from gatebench.gate.segment_reading import SegmentReading, read_segments
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.training import fit_gate, holdout_rows
 from gatebench.gate.views import Featurizer, Views
@@ -262,6 +263,20 @@ class Gate:
         by LODO it gains on two draws of refits and costs little in
         distribution, but it flags benign data that holds requests to its
         reader (an email's "let me know") (benchmarks/RESULTS.md).
+    segment_reading : bool
+        Read tool results and documents a second time, line by line and
+        sentence by sentence (:mod:`~gatebench.gate.segment_reading`): a text at
+        a data position of three or more segments scores the higher of its
+        own score and its most attack-like segment's, each read alone by the
+        same cascade. A planted instruction is then not diluted by its
+        benign host. Like the data guard, it needs ``score(texts,
+        positions=...)``; user turns are never read this way. Nothing is
+        learned for it, so a fit is the same with it on or off. On by
+        default: on the LODO refits it catches more of the held-out planted
+        instructions with no more benign tool results flagged (AgentDojo,
+        InjecAgent), or a few more benign documents (BIPIA)
+        (benchmarks/RESULTS.md). A model saved without the setting loads
+        with it off, and scores as it did.
     """
 
     name = "gate"
@@ -303,6 +318,7 @@ class Gate:
         shift_features: bool = False,
         combiner_only: Sequence[str] = (),
         data_guard: bool = False,
+        segment_reading: bool = True,
     ) -> None:
         if english_heads is None:
             routed = RoutedMultilingualHead.name in heads
@@ -370,6 +386,7 @@ class Gate:
         self.combiner_only = tuple(combiner_only)
         self.data_guard = bool(data_guard)
         self.guard: DataGuard | None = None
+        self.segment_reading = bool(segment_reading)
         self._feature_cols = feature_columns(meta_features)
 
     # -- construction helpers ---------------------------------------------------------
@@ -647,6 +664,24 @@ class Gate:
         out[idx] = self.guard.raise_scores([texts[i] for i in idx], out[idx])
         return out
 
+    def _read_segments(
+        self, texts: list[str], scores: np.ndarray, positions: Sequence[str] | None
+    ) -> SegmentReading | None:
+        """``scores`` raised to the top segment's for texts at a data position (None: unread)."""
+        if not self.segment_reading or positions is None:
+            return None
+        rows = np.flatnonzero(at_data(check_positions(positions, len(texts), "positions")))
+        if rows.size == 0:
+            return None
+        t0 = time.perf_counter()
+        # Segments are derived texts: they are scored apart from the request counters.
+        reading = read_segments(
+            lambda pieces: run_cascade(self, pieces, stats=new_stats())[0], texts, scores, rows
+        )
+        self.stats["segments"] += reading.n_segments
+        self.stats["segment_seconds"] += time.perf_counter() - t0
+        return reading
+
     def _sentence_proba(self, views: Views, fast_meta: list[np.ndarray]) -> np.ndarray:
         """The deferred combiner's P(attack) for ``views`` given the fast heads' columns."""
         assert self.sentence_combiner is not None
@@ -699,7 +734,9 @@ class Gate:
         planted instructions; without them every text is a user turn.
         """
         texts = list(texts)
-        return self._guarded(texts, run_cascade(self, texts)[0], positions)
+        scores = run_cascade(self, texts)[0]
+        reading = self._read_segments(texts, scores, positions)
+        return self._guarded(texts, scores if reading is None else reading.scores, positions)
 
     def score_stages(
         self, texts: Sequence[str], positions: Sequence[str] | None = None
@@ -711,15 +748,24 @@ class Gate:
         scores : ndarray
             As :meth:`score`.
         stages : list of str
-            ``"fast"`` or ``"deferred"`` per text.
+            ``"fast"`` or ``"deferred"`` per text, or ``"segment"`` for a data
+            text whose score one of its segments, read alone, raised.
         stage_ms : dict
             Wall milliseconds of this call in ``fast`` and, when any text went
-            there, ``deferred`` (and ``judge``).
+            there, ``deferred`` (and ``judge``, ``segments``, ``guard``).
         """
         texts = list(texts)
         out, routed, seconds = run_cascade(self, texts)
         stages, ms = stage_report(len(out), routed, seconds, judged=self.judge is not None)
         if positions is not None:
+            t0 = time.perf_counter()
+            reading = self._read_segments(texts, out, positions)
+            if reading is not None:
+                ms["segments"] = (time.perf_counter() - t0) * 1000.0
+                out = reading.scores
+                for i, segment in enumerate(reading.segment):
+                    if segment is not None:
+                        stages[i] = "segment"
             t0 = time.perf_counter()
             out = self._guarded(texts, out, positions)
             if self.guard is not None:

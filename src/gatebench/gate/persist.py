@@ -140,6 +140,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "shift_features": gate.shift_features,
         "combiner_only": list(gate.combiner_only),
         "data_guard": gate.data_guard,
+        "segment_reading": gate.segment_reading,
         GUARD_KEY + "_state": guard_params,
         "escalate": gate.escalate,
         "deferred": gate.deferred.config(),
@@ -278,6 +279,8 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         shift_features=bool(meta.get("shift_features", False)),
         combiner_only=tuple(meta.get("combiner_only", ())),
         data_guard=bool(meta.get("data_guard", False)),
+        # A model saved before segment reading existed is scored as it was.
+        segment_reading=bool(meta.get("segment_reading", False)),
         escalate=bool(meta["escalate"]),
         judge=LLMJudge(**meta["judge"]) if meta["judge"] else None,
         cache_dir=None,  # serving never writes a cache

@@ -1,0 +1,103 @@
+"""Does a lone attack-like sentence inside a longer text give a planted instruction away?
+
+A planted instruction scores like an attack when read alone ("Ignore all
+previous directions and ..." scores 0.99) and like its benign host when read
+inside it (0.26). Shorter windows everywhere catch a few more plants and flag
+many more benign texts, because a benign text's hardest sentence, read
+without its context, also looks like an attack. What might tell them apart is
+the rest of the text: a planted sentence is a lone spike among benign ones,
+while a benign text on a dark topic has several sentences that score high.
+
+Each LODO refit (the same split and seed as ``bench_generalisation.py``, so
+its inner-valid and held-out row scores must match the saved ones) scores
+every segment (:func:`gatebench.gate.topic_shift.segments`) of every
+inner-valid and held-out row alone. This script only saves the segment
+scores (``--scores``, one ``.npz`` per refit, beside the row scores); the
+rules are read from them by ``lodo_segment_rules.py`` without refitting.
+
+Usage::
+
+    GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/screen_segment_spike.py \\
+        --scores runs/scores-segments [--only bipia ...] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from bench_generalisation import held_units, refit_split, trace_frame
+
+SEED = 20260527
+
+
+def segment_scores(model: object, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Every text's segments scored alone: the flat scores and each text's segment count."""
+    from gatebench.gate.topic_shift import segments
+
+    cut = [segments(t) for t in texts]
+    flat = [s for parts in cut for s in parts]
+    scores = np.asarray(model.score(flat), dtype=np.float64) if flat else np.zeros(0)  # type: ignore[attr-defined]
+    return scores, np.fromiter((len(p) for p in cut), dtype=np.int64, count=len(cut))
+
+
+def one(name: str, held: tuple[str, ...], frame: pd.DataFrame, out: Path) -> str:
+    from gatebench.detectors import DetectorSpec, fit_detector, make_detector, score_detector
+    from gatebench.seeding import child_seed
+    from gatebench.trace import positions_at, row_positions
+
+    t0 = time.perf_counter()
+    texts = frame["text"].to_numpy(dtype=object)
+    y = frame["label"].to_numpy(dtype=np.int64)
+    sources = frame["source"].to_numpy(dtype=object)
+    positions = row_positions(frame)
+    it, iv, test = refit_split(frame, name, held, SEED)
+    model = make_detector(DetectorSpec("gate", {}), seed=child_seed(SEED, "refit", name))
+    fit_detector(
+        model,
+        list(texts[it]),
+        y[it],
+        valid=(list(texts[iv]), y[iv]),
+        sources=list(sources[it]),
+        positions=positions_at(positions, it),
+        valid_positions=positions_at(positions, iv),
+        valid_sources=list(sources[iv]),
+    )
+    kept: dict[str, np.ndarray] = {"valid": iv, "test": test}
+    for key, rows in (("valid", iv), ("test", test)):
+        kept[f"p_{key}"] = np.asarray(
+            score_detector(model, list(texts[rows]), positions_at(positions, rows)),
+            dtype=np.float64,
+        )
+        kept[f"seg_{key}"], kept[f"nseg_{key}"] = segment_scores(model, list(texts[rows]))
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out / f"{name}.npz", **kept)  # type: ignore[arg-type]
+    return f"{name}: {time.perf_counter() - t0:.0f} s, {len(kept['seg_test'])} test segments"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scores", type=Path, required=True)
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--jobs", type=int, default=1)
+    args = ap.parse_args()
+
+    from joblib import Parallel, delayed
+
+    frame = trace_frame()
+    units = held_units(frame, "lodo")
+    # In the order asked, so the refits that matter most finish first.
+    names = list(units) if args.only is None else [n for n in args.only if n in units]
+    done = {p.stem for p in args.scores.glob("*.npz")} if args.scores.exists() else set()
+    todo = [n for n in names if n not in done]
+    for line in Parallel(n_jobs=args.jobs)(
+        delayed(one)(n, units[n], frame, args.scores) for n in todo
+    ):
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
