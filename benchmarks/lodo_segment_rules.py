@@ -19,10 +19,15 @@ at least ``--min-segments`` segments (shorter rows keep their score):
   scores below ``C``: a lone spike among benign sentences;
 - ``lone-doc:C``: as ``lone:C``, for rows in a tool result or document only.
 
+``--min-words W`` leaves segments of fewer than ``W`` plain words
+(:func:`gatebench.gate.segment_reading.plain_words`) unread. Gate's
+``segment_reading`` is ``window-doc --min-words 3``: this script and Gate
+give the same LODO (``bench_generalisation.py --param segment_reading=true``).
+
 Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/lodo_segment_rules.py \\
-        runs/scores-segments --rules none window lone:0.1 lone:0.3
+        runs/scores-segments --rules none window-doc --min-words 3 [--json FILE]
 """
 
 from __future__ import annotations

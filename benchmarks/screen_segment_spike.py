@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,13 +35,13 @@ from bench_generalisation import held_units, refit_split, trace_frame
 SEED = 20260527
 
 
-def segment_scores(model: object, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def segment_scores(model: Any, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Every text's segments scored alone: the flat scores and each text's segment count."""
     from gatebench.gate.topic_shift import segments
 
     cut = [segments(t) for t in texts]
     flat = [s for parts in cut for s in parts]
-    scores = np.asarray(model.score(flat), dtype=np.float64) if flat else np.zeros(0)  # type: ignore[attr-defined]
+    scores = np.asarray(model.score(flat), dtype=np.float64) if flat else np.zeros(0)
     return scores, np.fromiter((len(p) for p in cut), dtype=np.int64, count=len(cut))
 
 
@@ -74,7 +75,7 @@ def one(name: str, held: tuple[str, ...], frame: pd.DataFrame, out: Path) -> str
         )
         kept[f"seg_{key}"], kept[f"nseg_{key}"] = segment_scores(model, list(texts[rows]))
     out.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(out / f"{name}.npz", **kept)  # type: ignore[arg-type]
+    np.savez_compressed(out / f"{name}.npz", **kept)
     return f"{name}: {time.perf_counter() - t0:.0f} s, {len(kept['seg_test'])} test segments"
 
 
