@@ -648,30 +648,26 @@ class Gate:
         self.guard = guard
         self.fit_info["data_guard"] = info
 
-    def _guarded(
-        self, texts: list[str], scores: np.ndarray, positions: Sequence[str] | None
-    ) -> np.ndarray:
-        """``scores``, raised by the data guard for the texts at a data position."""
+    @staticmethod
+    def _data_rows(n: int, positions: Sequence[str] | None) -> np.ndarray | None:
+        """The rows at a data position, positions checked once (None: none given)."""
         if positions is None:
-            return scores
-        pos = check_positions(positions, len(texts), "positions")
-        if self.guard is None:
-            return scores
-        idx = np.flatnonzero(at_data(pos))
-        if idx.size == 0:
+            return None
+        return np.flatnonzero(at_data(check_positions(positions, n, "positions")))
+
+    def _guarded(self, texts: list[str], scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``scores``, raised by the data guard for the texts at the data ``rows``."""
+        if self.guard is None or rows.size == 0:
             return scores
         out = np.array(scores, dtype=np.float64)
-        out[idx] = self.guard.raise_scores([texts[i] for i in idx], out[idx])
+        out[rows] = self.guard.raise_scores([texts[i] for i in rows], out[rows])
         return out
 
     def _read_segments(
-        self, texts: list[str], scores: np.ndarray, positions: Sequence[str] | None
+        self, texts: list[str], scores: np.ndarray, rows: np.ndarray
     ) -> SegmentReading | None:
-        """``scores`` raised to the top segment's for texts at a data position (None: unread)."""
-        if not self.segment_reading or positions is None:
-            return None
-        rows = np.flatnonzero(at_data(check_positions(positions, len(texts), "positions")))
-        if rows.size == 0:
+        """``scores`` raised to the top segment's for the data ``rows`` (None: unread)."""
+        if not self.segment_reading or rows.size == 0:
             return None
         t0 = time.perf_counter()
         # Segments are derived texts: they are scored apart from the request counters.
@@ -735,8 +731,11 @@ class Gate:
         """
         texts = list(texts)
         scores = run_cascade(self, texts)[0]
-        reading = self._read_segments(texts, scores, positions)
-        return self._guarded(texts, scores if reading is None else reading.scores, positions)
+        rows = self._data_rows(len(texts), positions)
+        if rows is None:
+            return scores
+        reading = self._read_segments(texts, scores, rows)
+        return self._guarded(texts, scores if reading is None else reading.scores, rows)
 
     def score_stages(
         self, texts: Sequence[str], positions: Sequence[str] | None = None
@@ -757,9 +756,10 @@ class Gate:
         texts = list(texts)
         out, routed, seconds = run_cascade(self, texts)
         stages, ms = stage_report(len(out), routed, seconds, judged=self.judge is not None)
-        if positions is not None:
+        rows = self._data_rows(len(texts), positions)
+        if rows is not None:
             t0 = time.perf_counter()
-            reading = self._read_segments(texts, out, positions)
+            reading = self._read_segments(texts, out, rows)
             if reading is not None:
                 ms["segments"] = (time.perf_counter() - t0) * 1000.0
                 out = reading.scores
@@ -767,7 +767,7 @@ class Gate:
                     if segment is not None:
                         stages[i] = "segment"
             t0 = time.perf_counter()
-            out = self._guarded(texts, out, positions)
+            out = self._guarded(texts, out, rows)
             if self.guard is not None:
                 ms["guard"] = (time.perf_counter() - t0) * 1000.0
         return out, stages, ms

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -67,6 +68,7 @@ def plain_words(segment: str) -> int:
     return count
 
 
+@dataclass(frozen=True, slots=True)
 class SegmentReading:
     """Which segment of each text scored highest when read alone, and its score.
 
@@ -80,12 +82,9 @@ class SegmentReading:
         Segments scored in all (what the reading cost).
     """
 
-    __slots__ = ("n_segments", "scores", "segment")
-
-    def __init__(self, scores: np.ndarray, segment: list[str | None], n_segments: int) -> None:
-        self.scores = scores
-        self.segment = segment
-        self.n_segments = n_segments
+    scores: np.ndarray
+    segment: list[str | None]
+    n_segments: int
 
 
 def read_segments(
