@@ -262,6 +262,42 @@ def refit_split(
     return train[tr], train[va], np.flatnonzero(held)
 
 
+def fit_refit(
+    name: str,
+    held_sources: tuple[str, ...],
+    frame: pd.DataFrame,
+    detector: str,
+    params: dict,
+    seed: int = 20260527,
+) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray | None]:
+    """One refit, fitted: the model, its inner-valid and held-out rows, and the trace's positions.
+
+    Every script that reads a refit again fits it here, so its scores are the
+    saved LODO's (``screen_segment_spike.py``).
+    """
+    from gatebench.detectors import DetectorSpec, fit_detector, make_detector
+    from gatebench.seeding import child_seed
+    from gatebench.trace import positions_at, row_positions
+
+    texts = frame["text"].to_numpy(dtype=object)
+    y = frame["label"].to_numpy(dtype=np.int64)
+    it, iv, test = refit_split(frame, name, held_sources, seed)
+    model = make_detector(DetectorSpec(detector, params), seed=child_seed(seed, "refit", name))
+    sources = frame["source"].to_numpy(dtype=object)
+    positions = row_positions(frame)
+    fit_detector(
+        model,
+        list(texts[it]),
+        y[it],
+        valid=(list(texts[iv]), y[iv]),
+        sources=list(sources[it]),
+        positions=positions_at(positions, it),
+        valid_positions=positions_at(positions, iv),
+        valid_sources=list(sources[iv]),
+    )
+    return model, iv, test, positions
+
+
 def _one(
     name: str,
     held_sources: tuple[str, ...],
@@ -271,29 +307,12 @@ def _one(
     scores_dir: Path | None = None,
     seed: int = 20260527,
 ) -> dict[str, Any]:
-    from gatebench.detectors import DetectorSpec, fit_detector, make_detector, score_detector
-    from gatebench.seeding import child_seed
-    from gatebench.trace import positions_at, row_positions
+    from gatebench.detectors import score_detector
+    from gatebench.trace import positions_at
 
     texts = frame["text"].to_numpy(dtype=object)
-    y = frame["label"].to_numpy(dtype=np.int64)
-    it, iv, test = refit_split(frame, name, held_sources, seed)
     t0 = time.perf_counter()
-    model = make_detector(DetectorSpec(detector, params), seed=child_seed(seed, "refit", name))
-    sources = frame["source"].to_numpy(dtype=object)
-    positions = row_positions(frame)
-
-    valid = (list(texts[iv]), y[iv])
-    fit_detector(
-        model,
-        list(texts[it]),
-        y[it],
-        valid=valid,
-        sources=list(sources[it]),
-        positions=positions_at(positions, it),
-        valid_positions=positions_at(positions, iv),
-        valid_sources=list(sources[iv]),
-    )
+    model, iv, test, positions = fit_refit(name, held_sources, frame, detector, params, seed)
     fit_seconds = time.perf_counter() - t0
     p_valid = np.asarray(
         score_detector(model, list(texts[iv]), positions_at(positions, iv)), dtype=np.float64

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from bench_generalisation import held_units, refit_split, trace_frame
+from bench_generalisation import fit_refit, held_units, trace_frame
 
 SEED = 20260527
 
@@ -46,27 +46,12 @@ def segment_scores(model: Any, texts: list[str]) -> tuple[np.ndarray, np.ndarray
 
 
 def one(name: str, held: tuple[str, ...], frame: pd.DataFrame, out: Path) -> str:
-    from gatebench.detectors import DetectorSpec, fit_detector, make_detector, score_detector
-    from gatebench.seeding import child_seed
-    from gatebench.trace import positions_at, row_positions
+    from gatebench.detectors import score_detector
+    from gatebench.trace import positions_at
 
     t0 = time.perf_counter()
     texts = frame["text"].to_numpy(dtype=object)
-    y = frame["label"].to_numpy(dtype=np.int64)
-    sources = frame["source"].to_numpy(dtype=object)
-    positions = row_positions(frame)
-    it, iv, test = refit_split(frame, name, held, SEED)
-    model = make_detector(DetectorSpec("gate", {}), seed=child_seed(SEED, "refit", name))
-    fit_detector(
-        model,
-        list(texts[it]),
-        y[it],
-        valid=(list(texts[iv]), y[iv]),
-        sources=list(sources[it]),
-        positions=positions_at(positions, it),
-        valid_positions=positions_at(positions, iv),
-        valid_sources=list(sources[iv]),
-    )
+    model, iv, test, positions = fit_refit(name, held, frame, "gate", {}, SEED)
     kept: dict[str, np.ndarray] = {"valid": iv, "test": test}
     for key, rows in (("valid", iv), ("test", test)):
         kept[f"p_{key}"] = np.asarray(
