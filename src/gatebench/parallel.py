@@ -5,6 +5,12 @@ and in which order tasks run, never their results. One executor is built from
 the command line or the config and passed down to cross-validation, the
 diagnostics' refits, the bootstrap and bulk scoring, so that the choice is
 made once and there is one dask set-up.
+
+Every task runs with the native thread pools (BLAS, OpenMP) held at one
+thread (:func:`one_native_thread`): a matrix product's sums are ordered by its
+thread count, and a fit grows those last bits into other trees, so without
+the hold a fold fitted in a worker process would differ from the same fold
+fitted here.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gatebench.errors import ConfigError
@@ -20,7 +27,7 @@ from gatebench.errors import ConfigError
 if TYPE_CHECKING:
     from distributed import Client
 
-__all__ = ["BACKENDS", "SCHEDULER_ENV", "Executor", "default_jobs"]
+__all__ = ["BACKENDS", "SCHEDULER_ENV", "Executor", "default_jobs", "one_native_thread"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -35,6 +42,29 @@ LOCAL_CLUSTER_WORKERS = 2
 def default_jobs() -> int:
     """Worker processes for the local backend: one per available core."""
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+@contextmanager
+def one_native_thread() -> Iterator[None]:
+    """Every native thread pool loaded in this process held at one thread, then restored.
+
+    OpenBLAS splits a matrix product's sums by its thread count, so a model
+    fitted with two threads differs in the last bits from one fitted with
+    one, and boosting and early stopping grow those bits into other trees
+    (on a small trace, fold scores moved by up to 0.1). One thread everywhere
+    makes a result independent of the backend, ``--jobs`` and the machine's
+    core count. The libraries are looked up on each entry (about 2 ms), so
+    one loaded since the last call is held too.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        yield
+
+
+def _on_one_thread(fn: Callable[..., R], task: T, **shared: Any) -> R:
+    with one_native_thread():
+        return fn(task, **shared)
 
 
 @dataclass(frozen=True)
@@ -92,6 +122,9 @@ class Executor:
     ) -> Iterator[R]:
         """``fn(task, **shared)`` for each task, yielded as they finish.
 
+        Each call runs under :func:`one_native_thread`, wherever it runs, so
+        the backend and ``--jobs`` change where tasks run, never their results.
+
         Parameters
         ----------
         fn : callable
@@ -103,6 +136,7 @@ class Executor:
             dask broadcasts them to every worker).
         """
         shared = shared or {}
+        fn = partial(_on_one_thread, fn)
         if (
             self.backend == "sequential"
             or len(tasks) <= 1

@@ -8,6 +8,7 @@ import copy
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from gatebench.detectors import DetectorSpec, make_detector
 from gatebench.gate import DEFAULT_HEADS, Gate
@@ -178,6 +179,29 @@ def test_fit_without_valid_holds_out_rows(dataset, embedder) -> None:  # type: i
     gate.fit(texts, y)
     assert gate.fit_info["n_valid"] == pytest.approx(0.15 * len(texts), abs=2)
     assert list(gate.heads) == ["char", "features"]
+
+
+def test_fit_runs_on_one_native_thread_and_gives_the_count_back(  # type: ignore[no-untyped-def]
+    dataset, embedder, monkeypatch
+) -> None:
+    # A matrix product's last bits depend on the BLAS thread count, and a fit
+    # grows them into other trees: held at one, the model is the same on any core count.
+    import gatebench.gate.model as model_module
+
+    seen: list[int] = []
+    fit_gate = model_module.fit_gate
+
+    def spy(*args, **kw):  # type: ignore[no-untyped-def]
+        seen.append(max(pool["num_threads"] for pool in threadpool_info()))
+        return fit_gate(*args, **kw)
+
+    monkeypatch.setattr(model_module, "fit_gate", spy)
+    texts, y = dataset
+    with threadpool_limits(limits=2):
+        before = max(pool["num_threads"] for pool in threadpool_info())
+        Gate(seed=1, embedder=embedder, n_folds=2, cache_dir=None, heads=["char"]).fit(texts, y)
+        after = max(pool["num_threads"] for pool in threadpool_info())
+    assert seen == [1] and after == before
 
 
 @pytest.mark.slow

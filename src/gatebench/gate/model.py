@@ -71,6 +71,7 @@ from gatebench.gate.segment_reading import SegmentReading, read_segments
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.training import fit_gate, holdout_rows
 from gatebench.gate.views import Featurizer, Views
+from gatebench.parallel import one_native_thread
 from gatebench.served import ServeSettings
 
 __all__ = ["DEFAULT_HEADS", "ENGLISH_HEADS", "STYLE_FEATURES", "Gate"]
@@ -546,6 +547,22 @@ class Gate:
             with every source's benign data texts weighing the same, so that
             one large corpus of one kind of document does not set it alone.
         """
+        # One native thread, so that the fitted model is the same on any core count.
+        with one_native_thread():
+            return self._fit(
+                texts, labels, valid, sources, positions, valid_positions, valid_sources
+            )
+
+    def _fit(
+        self,
+        texts: Sequence[str],
+        labels: np.ndarray,
+        valid: Valid,
+        sources: Sequence[str] | None,
+        positions: Sequence[str] | None,
+        valid_positions: Sequence[str] | None,
+        valid_sources: Sequence[str] | None,
+    ) -> Self:
         pos, v_pos = None, None
         v_src = None if valid_sources is None else list(valid_sources)
         if positions is not None:
