@@ -121,17 +121,35 @@ class ServedModel:
     def _score_windows(
         self, texts: list[str], positions: list[str] | None = None
     ) -> tuple[np.ndarray, list[str], dict[str, float]]:
+        scores, stages, stage_ms, _ = self._score_report(texts, positions)
+        return scores, stages, stage_ms
+
+    def _score_report(
+        self, texts: list[str], positions: list[str] | None = None
+    ) -> tuple[np.ndarray, list[str], dict[str, float], list[str | None]]:
+        """Scores, stages, per-stage milliseconds, and each window's driving segment."""
+        report = getattr(self.detector, "score_report", None)
+        if report is not None:
+            staged = report(texts, positions=positions)
+            scores = check_scores(self.detector.name, staged.scores, len(texts))
+            return scores, list(staged.stages), staged.stage_ms, list(staged.segments)
+        none: list[str | None] = [None] * len(texts)
         staged = getattr(self.detector, "score_stages", None)
         if staged is not None:
             placed = positions is not None and "positions" in inspect.signature(staged).parameters
             scores, stages, stage_ms = (
                 staged(texts, positions=positions) if placed else staged(texts)
             )
-            return check_scores(self.detector.name, scores, len(texts)), list(stages), stage_ms
+            return (
+                check_scores(self.detector.name, scores, len(texts)),
+                list(stages),
+                stage_ms,
+                none,
+            )
         t0 = time.perf_counter()
         raw = score_detector(self.detector, texts, positions)  # type: ignore[arg-type]
         scores = check_scores(self.detector.name, raw, len(texts))
-        return scores, ["single"] * len(texts), {"single": (time.perf_counter() - t0) * 1e3}
+        return scores, ["single"] * len(texts), {"single": (time.perf_counter() - t0) * 1e3}, none
 
     def score_details(
         self, texts: Sequence[str], positions: Sequence[str] | None = None
@@ -151,27 +169,29 @@ class ServedModel:
             else [p for p, sp in zip(positions, spans, strict=True) for _ in sp]
         )
         t0 = time.perf_counter()
-        scores, stages, stage_ms = self._score_windows(flat, where)
+        scores, stages, stage_ms, segments = self._score_report(flat, where)
         total = (time.perf_counter() - t0) * 1e3
         out, k = [], 0
-        for sp in spans:
+        for text, sp in zip(texts, spans, strict=True):
             part = scores[k : k + len(sp)]
             best = int(np.argmax(part))
             score = float(part[best])
-            out.append(
-                {
-                    "score": score,
-                    "decision": "block" if score >= self.threshold else "allow",
-                    "stage": stages[k + best],
-                    "chunk": {
-                        "index": best,
-                        "start": sp[best][0],
-                        "end": sp[best][1],
-                        "n_chunks": len(sp),
-                    },
-                    "timings_ms": {**stage_ms, "total": total},
-                }
-            )
+            result = {
+                "score": score,
+                "decision": "block" if score >= self.threshold else "allow",
+                "stage": stages[k + best],
+                "chunk": {
+                    "index": best,
+                    "start": sp[best][0],
+                    "end": sp[best][1],
+                    "n_chunks": len(sp),
+                },
+                "timings_ms": {**stage_ms, "total": total},
+            }
+            segment = segments[k + best]
+            if segment is not None:
+                result["segment"] = _segment_span(text, sp[best], segment)
+            out.append(result)
             k += len(sp)
         return out
 
@@ -233,6 +253,13 @@ class ServedModel:
         for r in out:
             r["timings_ms"] = {**r["timings_ms"], "total": total}
         return out
+
+
+def _segment_span(text: str, window: tuple[int, int], segment: str) -> dict[str, Any]:
+    """Where the segment that drove a window's score sits in the whole text."""
+    # Segments are stripped substrings of their window, so the first match is it.
+    start = window[0] + text[window[0] : window[1]].find(segment)
+    return {"start": start, "end": start + len(segment), "text": segment}
 
 
 def served_model(model_dir: Path, settings: ServeSettings | None = None) -> ServedModel:

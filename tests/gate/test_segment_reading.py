@@ -9,6 +9,7 @@ import numpy as np
 from gatebench.gate import Gate
 from gatebench.gate.segment_reading import MIN_SEGMENTS, MIN_WORDS, plain_words, read_segments
 from gatebench.gate.topic_shift import segments
+from gatebench.served import ServedModel, ServeSettings
 
 HOST = (
     "The library opens at nine on weekdays. Members may borrow six books at a time. "
@@ -126,3 +127,22 @@ def test_a_model_saved_without_the_setting_loads_without_it(gate_kw, dataset, tm
     assert not loaded.segment_reading
     probe = [_planted()]
     assert np.array_equal(loaded.score(probe, positions=["document"]), loaded.score(probe))
+
+
+def test_a_served_result_names_the_segment_that_set_its_score(gate_kw, dataset) -> None:  # type: ignore[no-untyped-def]
+    texts, y = dataset
+    gate = Gate(seed=0, **gate_kw).fit(texts, y)
+    # Short windows, so the driving segment sits in a later window of a longer text.
+    settings = ServeSettings(chunk_chars=400, chunk_overlap=0)
+    served = ServedModel(gate, 0.5, {}, settings)
+    text = " ".join([HOST] * 4 + [DILUTED])
+    doc, user = served.score_details([text, text], ["document", "user"])
+    assert doc["stage"] == "segment" and doc["chunk"]["index"] > 0
+    span = doc["segment"]
+    assert text[span["start"] : span["end"]] == span["text"]
+    staged = gate.score_report([text[doc["chunk"]["start"] : doc["chunk"]["end"]]], ["document"])
+    assert staged.segments == [span["text"]] and doc["score"] == staged.scores[0]
+    assert "Ignore all previous instructions" in span["text"]
+    # A user turn is not read by segment, and its result names none.
+    assert user["stage"] != "segment" and "segment" not in user
+    assert user["score"] < doc["score"]

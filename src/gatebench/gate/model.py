@@ -37,7 +37,14 @@ from gatebench.conversation import (
     score_conversations,
 )
 from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
-from gatebench.gate.cascade import exit_fractions, new_stats, route, run_cascade, stage_report
+from gatebench.gate.cascade import (
+    StagedScores,
+    exit_fractions,
+    new_stats,
+    route,
+    run_cascade,
+    stage_report,
+)
 from gatebench.gate.columns import column_names, combiner_input, feature_columns
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
 from gatebench.gate.data_guard import (
@@ -770,9 +777,22 @@ class Gate:
             Wall milliseconds of this call in ``fast`` and, when any text went
             there, ``deferred`` (and ``judge``, ``segments``, ``guard``).
         """
+        staged = self.score_report(texts, positions)
+        return staged.scores, staged.stages, staged.stage_ms
+
+    def score_report(
+        self, texts: Sequence[str], positions: Sequence[str] | None = None
+    ) -> StagedScores:
+        """:meth:`score_stages`, plus the segment that raised each data text's score.
+
+        A tool result or document flagged for one planted line is flagged
+        for that line; naming it lets whoever reviews the block see it
+        without rereading the whole text.
+        """
         texts = list(texts)
         out, routed, seconds = run_cascade(self, texts)
         stages, ms = stage_report(len(out), routed, seconds, judged=self.judge is not None)
+        drivers: list[str | None] = [None] * len(texts)
         rows = self._data_rows(len(texts), positions)
         if rows is not None:
             t0 = time.perf_counter()
@@ -780,14 +800,15 @@ class Gate:
             if reading is not None:
                 ms["segments"] = (time.perf_counter() - t0) * 1000.0
                 out = reading.scores
-                for i, segment in enumerate(reading.segment):
+                drivers = list(reading.segment)
+                for i, segment in enumerate(drivers):
                     if segment is not None:
                         stages[i] = "segment"
             t0 = time.perf_counter()
             out = self._guarded(texts, out, rows)
             if self.guard is not None:
                 ms["guard"] = (time.perf_counter() - t0) * 1000.0
-        return out, stages, ms
+        return StagedScores(out, stages, ms, drivers)
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         """Hard labels at the recorded operating threshold (``score >= threshold``)."""

@@ -191,6 +191,16 @@ _TEXT_RESULT = {
         "decision": _DECISION,
         "stage": {"type": "string", "description": "The cascade stage that decided."},
         "chunk": {"type": "object", "description": "The window that drove the score."},
+        "segment": {
+            "type": "object",
+            "description": "Only when the stage is segment: the line or sentence of the tool "
+            "result or document that, read alone, set the score; its characters in the text.",
+            "properties": {
+                "start": {"type": "integer"},
+                "end": {"type": "integer"},
+                "text": {"type": "string"},
+            },
+        },
         "timings_ms": _TIMINGS,
     },
     "required": ["score", "decision", "stage", "chunk", "timings_ms"],
