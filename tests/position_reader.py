@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gatebench.gate.cascade import StagedScores
 from gatebench.types import DATA_POSITIONS
 
 #: A tool result with a planted to-do line: what :class:`DataReader` flags, in data only.
@@ -30,3 +31,21 @@ class DataReader:
         where = positions or ["user"] * len(texts)
         pairs = zip(texts, where, strict=True)
         return np.array([0.9 if p in DATA_POSITIONS and "TODO" in t else 0.1 for t, p in pairs])
+
+
+class LineReader(DataReader):
+    """:class:`DataReader` that also names the to-do line behind each flag, as Gate's
+    segment reading names the line of a tool result that, read alone, set its score."""
+
+    name = "line-reader"
+
+    def score_report(
+        self, texts: Sequence[str], positions: Sequence[str] | None = None
+    ) -> StagedScores:
+        scores = self.score(texts, positions)
+        lines = [
+            next((x.strip() for x in t.splitlines() if "TODO" in x), None) if s > 0.5 else None
+            for t, s in zip(texts, scores, strict=True)
+        ]
+        stages = ["fast" if x is None else "segment" for x in lines]
+        return StagedScores(scores, stages, {"fast": 0.0}, lines)

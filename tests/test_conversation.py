@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,11 +35,21 @@ def _served() -> ServedModel:
 
 def _split_marker(
     texts: list[str], positions: list[str]
-) -> tuple[np.ndarray, list[str], dict[str, float]]:
+) -> tuple[np.ndarray, list[str], dict[str, float], list[str | None]]:
     """Scores 1 only where "SECRET PAYLOAD" appears whole: either word alone scores 0."""
     assert len(positions) == len(texts)
     scores = np.array([1.0 if re.search(r"SECRET\s+PAYLOAD", t) else 0.0 for t in texts])
-    return scores, ["single"] * len(texts), {"single": 0.0}
+    return scores, ["single"] * len(texts), {"single": 0.0}, [None] * len(texts)
+
+
+def _marker_line(line: str) -> Callable[[list[str], list[str]], tuple[Any, ...]]:
+    """:func:`_split_marker`, naming ``line`` as the segment that set each flagged window."""
+
+    def score(texts: list[str], positions: list[str]) -> tuple[Any, ...]:
+        scores, stages, ms, _ = _split_marker(texts, positions)
+        return scores, stages, ms, [line if s else None for s in scores]
+
+    return score
 
 
 # -- input model -----------------------------------------------------------------------
@@ -190,9 +202,9 @@ def test_each_window_is_scored_at_its_messages_position() -> None:
     assert {"user", "tool", "document"} == set(expected)
     seen: list[list[str]] = []
 
-    def record(texts: list[str], positions: list[str]) -> tuple[np.ndarray, list[str], dict]:  # type: ignore[type-arg]
+    def record(texts: list[str], positions: list[str]) -> tuple[Any, ...]:
         seen.append(positions)
-        return np.zeros(len(texts)), ["single"] * len(texts), {}
+        return np.zeros(len(texts)), ["single"] * len(texts), {}, [None] * len(texts)
 
     policy = ScanPolicy(("system", "user", "tool", "document"))
     score_conversations([conv], policy, record, size=200, overlap=20, threshold=0.5)
@@ -233,6 +245,29 @@ def test_the_driving_text_is_the_window_the_detector_read() -> None:
         scores[k] = 1.0
         driver = pool_scan(plan, scores, ["single"] * len(scores), 0.5)["driver"]
         assert driving_text(conv, driver) == w.text
+
+
+@pytest.mark.parametrize("line", ["PAYLOAD and more text.", "Some page text. SECRET"])
+def test_the_driver_names_its_segment_in_the_message_it_sits_in(line: str) -> None:
+    # The border window joins the end of message 1 and the start of message 2; a
+    # segment on either side of the join is placed in its own message.
+    conv = Conversation.of(
+        ("user", "Fetch both pages"),
+        ("tool", "Some page text. " * 30 + "SECRET"),
+        ("tool", "PAYLOAD and more text." + " filler" * 50),
+    )
+    kw = {"size": 200, "overlap": 20, "threshold": 0.5}
+    out = score_conversations([conv], ScanPolicy(), _marker_line(line), **kw)[0]
+    driver = out["driver"]
+    assert driver["spans_to"] == 2
+    segment = driver["segment"]
+    assert segment["message"] == (2 if line.startswith("PAYLOAD") else 1)
+    text = conv.messages[segment["message"]].content
+    assert text[segment["start"] : segment["end"]] == segment["text"] == line
+    # A scorer that names no segment leaves the driver as it was.
+    plain = score_conversations([conv], ScanPolicy(), _split_marker, **kw)[0]
+    assert "segment" not in plain["driver"]
+    assert {k: v for k, v in driver.items() if k != "segment"} == plain["driver"]
 
 
 def test_nothing_to_scan_is_an_error_not_an_allow() -> None:

@@ -118,12 +118,6 @@ class ServedModel:
         """Description for ``/v1/info``."""
         return {**self._info, "threshold": self.threshold, "detector": self.detector.name}
 
-    def _score_windows(
-        self, texts: list[str], positions: list[str] | None = None
-    ) -> tuple[np.ndarray, list[str], dict[str, float]]:
-        scores, stages, stage_ms, _ = self._score_report(texts, positions)
-        return scores, stages, stage_ms
-
     def _score_report(
         self, texts: list[str], positions: list[str] | None = None
     ) -> tuple[np.ndarray, list[str], dict[str, float], list[str | None]]:
@@ -244,7 +238,7 @@ class ServedModel:
         out = score_conversations(
             conversations,
             policy or self.settings.policy,
-            self._score_windows,
+            self._score_report,
             size=self.settings.chunk_chars,
             overlap=self.settings.chunk_overlap,
             threshold=self.threshold,

@@ -146,3 +146,8 @@ def test_a_served_result_names_the_segment_that_set_its_score(gate_kw, dataset) 
     # A user turn is not read by segment, and its result names none.
     assert user["stage"] != "segment" and "segment" not in user
     assert user["score"] < doc["score"]
+    # In a conversation, the driver names the line in the tool result it sits in.
+    chat = [{"role": "user", "content": "Summarise this page."}, {"role": "tool", "content": text}]
+    driver = gate.score_messages(chat)["driver"]
+    assert driver["message"] == 1 and driver["segment"]["message"] == 1
+    assert text[driver["segment"]["start"] : driver["segment"]["end"]] == driver["segment"]["text"]

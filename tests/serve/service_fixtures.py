@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gatebench.detectors.baselines import KeywordList
 from gatebench.serve import ServedModel, ServeSettings
-from position_reader import DataReader
+from position_reader import DataReader, LineReader
 
 SETTINGS = ServeSettings(
     max_body_bytes=1_000_000,
@@ -24,3 +24,8 @@ def keyword_model(settings: ServeSettings = SETTINGS) -> ServedModel:
 def data_reader_model(settings: ServeSettings = SETTINGS) -> ServedModel:
     info = {"model_version": "test", "trace_id": "t" * 64, "target_fpr": 0.01}
     return ServedModel(DataReader(), threshold=0.5, info=info, settings=settings)
+
+
+def line_reader_model(settings: ServeSettings = SETTINGS) -> ServedModel:
+    info = {"model_version": "test", "trace_id": "t" * 64, "target_fpr": 0.01}
+    return ServedModel(LineReader(), threshold=0.5, info=info, settings=settings)

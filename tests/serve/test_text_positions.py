@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from service_fixtures import SETTINGS, data_reader_model
+from service_fixtures import SETTINGS, data_reader_model, line_reader_model
 
 from gatebench.serve.client import GatebenchClient
 from gatebench.serve.server import ServerThread
@@ -39,11 +39,32 @@ def test_a_texts_position_reaches_the_detector(served: ServerThread) -> None:
     assert r["decision"] == "block" and r["chunk"]["n_chunks"] > 1
 
 
+def test_a_result_names_the_line_that_set_its_score_in_texts_and_conversations() -> None:
+    long = "Shipping log line.\n" * 400 + PLANTED
+    todo = PLANTED.splitlines()[1]
+    with ServerThread(line_reader_model(), SETTINGS) as running:
+        r = _post(running, {"texts": [long, long], "positions": ["tool", "user"]}).json()
+        tool, user = r["results"]
+        assert tool["stage"] == "segment" and tool["chunk"]["index"] > 0
+        assert long[tool["segment"]["start"] : tool["segment"]["end"]] == todo
+        assert tool["segment"]["text"] == todo
+        assert "segment" not in user  # a user turn is not flagged, and names no line
+        chat = [
+            {"role": "user", "content": "Where is my order?"},
+            {"role": "tool", "content": long},
+        ]
+        driver = _post(running, {"messages": chat}).json()["driver"]
+    assert driver["message"] == 1 and driver["segment"]["message"] == 1
+    assert long[driver["segment"]["start"] : driver["segment"]["end"]] == todo
+
+
 def test_the_openapi_example_of_a_tool_result_is_scored_as_one(served: ServerThread) -> None:
     doc = httpx.get(served.url + "/openapi.json").json()
     body = doc["paths"]["/v1/score"]["post"]["requestBody"]["content"]["application/json"]
     shapes = {s["required"][0]: s for s in body["schema"]["oneOf"]}
     assert "position" in shapes["text"]["properties"]
+    responses = doc["paths"]["/v1/score"]["post"]["responses"]["200"]["content"]
+    assert "segment" in json.dumps(responses["application/json"]["schema"])
     assert "positions" in shapes["texts"]["properties"]
     example = body["examples"]["text_tool"]["value"]
     assert _post(served, example).json()["decision"] == "block"

@@ -45,8 +45,13 @@ BORDER_JOIN = "\n"
 #: scoring another document.
 BORDER_SIDE = 256
 
-#: ``score_windows(texts, positions) -> (scores, stages, stage_ms)``, as ``Gate.score_stages``.
-WindowScorer = Callable[[list[str], list[str]], tuple[np.ndarray, list[str], dict[str, float]]]
+#: ``score_windows(texts, positions) -> (scores, stages, stage_ms, segments)``, as
+#: ``Gate.score_report``: ``segments`` holds, per window, the line that set its score
+#: when read alone, or None.
+WindowScorer = Callable[
+    [list[str], list[str]],
+    tuple[np.ndarray, list[str], dict[str, float], Sequence[str | None]],
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +163,18 @@ def driving_text(conversation: Conversation, driver: dict[str, Any]) -> str:
     )
 
 
+def _segment_info(w: Window, segment: str) -> dict[str, Any]:
+    """Where a window's driving segment sits: its message, and its characters there."""
+    message, at = w.message, w.start + w.text.find(segment)  # a stripped substring
+    if w.spans_to is not None:
+        # A border window is the first message from w.start, the join, then the
+        # second message up to w.end; a segment never crosses the join (a line break).
+        second = len(w.text) - w.end
+        if at - w.start >= second:
+            message, at = w.spans_to, at - w.start - second
+    return {"message": message, "start": at, "end": at + len(segment), "text": segment}
+
+
 def _window_info(w: Window, n: int) -> dict[str, Any]:
     return {"index": w.index, "start": w.start, "end": w.end, "n_windows": n}
 
@@ -173,13 +190,16 @@ def pool_scan(
     scores: Sequence[float] | np.ndarray,
     stages: Sequence[str],
     threshold: float | None,
+    segments: Sequence[str | None] | None = None,
 ) -> dict[str, Any]:
     """One conversation's result from its windows' scores (in ``plan.windows`` order).
 
     The result holds the conversation score (the maximum), the verdict at
     ``threshold`` (left out when there is none), the message, role and window
     that drove it, every message's score (``None`` for a skipped one, with
-    the reason), and every border window's score.
+    the reason), and every border window's score. When the driving window's
+    score was set by one of its segments read alone (``segments``, per
+    window), the driver names it: its message, characters and text.
     """
     values = np.asarray(scores, dtype=np.float64)
     best_of: dict[int, int] = {}
@@ -203,17 +223,20 @@ def pool_scan(
     w = plan.windows[top]
     role = plan.conversation.messages[w.message].role
     score = float(values[top])
+    driver: dict[str, Any] = {
+        "message": w.message,
+        "role": role,
+        "threat": THREATS[role],
+        "window": _window_info(w, plan.n_windows[w.message]),
+        "spans_to": w.spans_to,
+    }
+    if segments is not None and segments[top] is not None:
+        driver["segment"] = _segment_info(w, str(segments[top]))
     return {
         "score": score,
         **_decision(score, threshold),
         "stage": stages[top],
-        "driver": {
-            "message": w.message,
-            "role": role,
-            "threat": THREATS[role],
-            "window": _window_info(w, plan.n_windows[w.message]),
-            "spans_to": w.spans_to,
-        },
+        "driver": driver,
         "messages": messages,
         "borders": [
             {"messages": [x.message, x.spans_to], "score": float(values[k])}
@@ -244,12 +267,14 @@ def pool_plans(
     scores: Sequence[float] | np.ndarray,
     stages: Sequence[str],
     threshold: float | None,
+    segments: Sequence[str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """:func:`pool_scan` for each plan, given every plan's window scores end to end."""
     out, k = [], 0
     for p in plans:
         m = len(p.windows)
-        out.append(pool_scan(p, scores[k : k + m], stages[k : k + m], threshold))
+        part = None if segments is None else segments[k : k + m]
+        out.append(pool_scan(p, scores[k : k + m], stages[k : k + m], threshold, part))
         k += m
     return out
 
@@ -272,8 +297,9 @@ def score_conversations(
     policy : ScanPolicy
         Which roles are scanned.
     score_windows : callable
-        ``(texts, positions) -> (scores, stages, stage_ms)``; one call for the
-        whole batch, each window with its position (:func:`window_positions`).
+        ``(texts, positions) -> (scores, stages, stage_ms, segments)``; one
+        call for the whole batch, each window with its position
+        (:func:`window_positions`).
     size, overlap : int
         Window geometry (the service's ``chunk_chars`` and ``chunk_overlap``).
     threshold : float or None
@@ -284,8 +310,9 @@ def score_conversations(
         for n, c in enumerate(conversations)
     ]
     texts = [w.text for p in plans for w in p.windows]
-    scores, stages, stage_ms = score_windows(texts, [q for p in plans for q in window_positions(p)])
-    out = pool_plans(plans, scores, stages, threshold)
+    positions = [q for p in plans for q in window_positions(p)]
+    scores, stages, stage_ms, segments = score_windows(texts, positions)
+    out = pool_plans(plans, scores, stages, threshold, segments)
     for result in out:
         result["timings_ms"] = stage_ms
     return out

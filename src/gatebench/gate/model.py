@@ -810,6 +810,12 @@ class Gate:
                 ms["guard"] = (time.perf_counter() - t0) * 1000.0
         return StagedScores(out, stages, ms, drivers)
 
+    def _score_windows(
+        self, texts: list[str], positions: list[str]
+    ) -> tuple[np.ndarray, list[str], dict[str, float], list[str | None]]:
+        staged = self.score_report(texts, positions)
+        return staged.scores, staged.stages, staged.stage_ms, staged.segments
+
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         """Hard labels at the recorded operating threshold (``score >= threshold``)."""
         if self.threshold is None:
@@ -851,7 +857,7 @@ class Gate:
         return score_conversations(
             checked,
             chosen,
-            self.score_stages,
+            self._score_windows,
             size=_WINDOWS.chunk_chars,
             overlap=_WINDOWS.chunk_overlap,
             threshold=self.threshold,

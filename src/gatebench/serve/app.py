@@ -128,8 +128,13 @@ def create_app(
             [w.text for p in plans for w in p.windows],
             [q for p in plans for q in window_positions(p)],
         )
+        segments = [r["segment"]["text"] if "segment" in r else None for r in scored]
         out = pool_plans(
-            plans, [r["score"] for r in scored], [r["stage"] for r in scored], model.threshold
+            plans,
+            [r["score"] for r in scored],
+            [r["stage"] for r in scored],
+            model.threshold,
+            segments,
         )
         for result in out:
             result["timings_ms"] = scored[0]["timings_ms"]

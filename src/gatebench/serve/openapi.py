@@ -235,6 +235,18 @@ _CONVERSATION_RESULT = {
                 "threat": {"type": "string"},
                 "window": _WINDOW,
                 "spans_to": {"type": ["integer", "null"]},
+                "segment": {
+                    "type": "object",
+                    "description": "Only when the stage is segment: the line of a tool "
+                    "result or document that, read alone, set the score; its message, its "
+                    "characters there, and its text.",
+                    "properties": {
+                        "message": {"type": "integer"},
+                        "start": {"type": "integer"},
+                        "end": {"type": "integer"},
+                        "text": {"type": "string"},
+                    },
+                },
             },
         },
         "messages": {"type": "array", "items": _MESSAGE_RESULT},
