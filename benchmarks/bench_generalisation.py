@@ -47,6 +47,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gatebench.parallel import Executor
+
 FAMILIES: dict[str, tuple[str, ...]] = {
     "direct-injection": (
         "deepset-prompt-injections",
@@ -298,6 +300,11 @@ def fit_refit(
     return model, iv, test, positions
 
 
+def _unit(unit: tuple[str, tuple[str, ...]], **shared: Any) -> dict[str, Any]:
+    """:func:`_one` for one ``(name, held-out sources)``, as the executor calls it."""
+    return _one(*unit, **shared)
+
+
 def _one(
     name: str,
     held_sources: tuple[str, ...],
@@ -416,8 +423,6 @@ def main() -> None:
     args = ap.parse_args()
     params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.param)}
 
-    from joblib import Parallel, delayed
-
     from gatebench.cli.options import parse_caps
     from gatebench.constructed import CONSTRUCTED_SOURCES
 
@@ -455,11 +460,15 @@ def main() -> None:
         done = {json.loads(line)["held_out"] for line in args.out.read_text().splitlines()}
     todo = [(k, v) for k, v in units.items() if k not in done]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    parallel = Parallel(n_jobs=args.jobs, return_as="generator_unordered")
-    for row in parallel(
-        delayed(_one)(k, v, frame, args.detector, params, args.scores, args.fit_seed)
-        for k, v in todo
-    ):
+    # The project's executor, so each refit runs at one native thread whatever --jobs is.
+    shared = {
+        "frame": frame,
+        "detector": args.detector,
+        "params": params,
+        "scores_dir": args.scores,
+        "seed": args.fit_seed,
+    }
+    for row in Executor("local", args.jobs).map(_unit, todo, shared=shared):
         with args.out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
         vals = ", ".join(f"{s} {v['value']:.3f}" for s, v in row["per_source"].items())

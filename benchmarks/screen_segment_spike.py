@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 from bench_generalisation import fit_refit, held_units, trace_frame
 
+from gatebench.parallel import Executor
+
 SEED = 20260527
 
 
@@ -43,6 +45,10 @@ def segment_scores(model: Any, texts: list[str]) -> tuple[np.ndarray, np.ndarray
     flat = [s for parts in cut for s in parts]
     scores = np.asarray(model.score(flat), dtype=np.float64) if flat else np.zeros(0)
     return scores, np.fromiter((len(p) for p in cut), dtype=np.int64, count=len(cut))
+
+
+def _unit(name: str, *, units: dict[str, tuple[str, ...]], frame: pd.DataFrame, out: Path) -> str:
+    return one(name, units[name], frame, out)
 
 
 def one(name: str, held: tuple[str, ...], frame: pd.DataFrame, out: Path) -> str:
@@ -71,17 +77,15 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1)
     args = ap.parse_args()
 
-    from joblib import Parallel, delayed
-
     frame = trace_frame()
     units = held_units(frame, "lodo")
     # In the order asked, so the refits that matter most finish first.
     names = list(units) if args.only is None else [n for n in args.only if n in units]
     done = {p.stem for p in args.scores.glob("*.npz")} if args.scores.exists() else set()
     todo = [n for n in names if n not in done]
-    for line in Parallel(n_jobs=args.jobs)(
-        delayed(one)(n, units[n], frame, args.scores) for n in todo
-    ):
+    # The project's executor, so each refit runs at one native thread whatever --jobs is.
+    shared = {"units": units, "frame": frame, "out": args.scores}
+    for line in Executor("local", args.jobs).map(_unit, todo, shared=shared):
         print(line, flush=True)
 
 
