@@ -72,9 +72,12 @@ def save_model(
         )
     path.mkdir(parents=True, exist_ok=True)
     save(path / "state")
+    # What the detector was, defaults included: the spec lists only what was passed.
+    params = getattr(detector, "params", None)
     meta = {
         "format": MODEL_FORMAT,
         "detector": spec.as_dict(),
+        "settings": params() if callable(params) else None,
         "threshold": float(threshold),
         "target_fpr": float(target_fpr),
         "trace_id": trace_id,
@@ -153,7 +156,8 @@ def model_summary(meta: dict[str, Any]) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``detector``, ``trace``, ``threshold``, ``held_out`` (rows per source,
+        ``detector``, ``settings`` (the detector's own, defaults included;
+        None when not recorded), ``trace``, ``threshold``, ``held_out`` (rows per source,
         empty for other rules), ``held_out_totals`` (or None), ``traffic`` and
         ``adapted`` (None unless re-picked or refitted), ``environment``.
     """
@@ -180,6 +184,7 @@ def model_summary(meta: dict[str, Any]) -> dict[str, Any]:
     tuned, adapted = meta.get("traffic_threshold"), meta.get("adapted")
     return {
         "detector": meta.get("detector"),
+        "settings": meta.get("settings"),
         "trace": {
             "trace_id": meta.get("trace_id"),
             "sources": list(spec.get("sources", [])),

@@ -107,3 +107,25 @@ def test_top_level_api_loads_a_trained_model_directory(fitted_gate, make_data, t
     )
     with pytest.raises(TypeError, match="holds a 'keyword' model, not Gate"):
         gatebench.Gate.load(other)
+
+
+def test_a_model_directory_records_and_shows_gates_settings(fitted_gate, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from gatebench.cli import app
+    from gatebench.detectors import DetectorSpec
+    from gatebench.modeldir import load_model, model_summary, read_manifest, save_model
+
+    spec = DetectorSpec("gate", {})  # nothing passed: every setting is a default
+    path = save_model(
+        fitted_gate, tmp_path / "m", spec=spec, threshold=0.5, target_fpr=0.03, trace_id=None
+    )
+    settings = model_summary(read_manifest(path))["settings"]
+    assert settings == fitted_gate.params() == load_model(path).detector.params()
+    assert settings["segment_reading"] is True and settings["data_guard"] is False
+    assert settings["heads"] == list(fitted_gate.head_names)
+    result = CliRunner().invoke(app, ["model", "show", str(path)])
+    assert result.exit_code == 0, result.output
+    out = "".join(result.output.split())  # rich wraps long lines
+    assert "segment_reading=true" in out and "data_guard=false" in out
+    assert f"heads={json.dumps(list(fitted_gate.head_names), separators=(',', ':'))}" in out

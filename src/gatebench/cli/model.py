@@ -49,6 +49,9 @@ def _print(model_dir: Path, s: dict[str, Any]) -> None:
         f"(seed {trace['seed']})" + (f", roles set {trace['roles']}" if trace["roles"] else ""),
         f"threshold {threshold['value']:.4f}: {threshold['rule'] or 'rule not recorded'}",
     ]
+    settings = s.get("settings")
+    if settings:
+        lines.insert(1, "settings: " + ", ".join(f"{k}={_setting(v)}" for k, v in settings.items()))
     baseline = threshold["shipped_fpr"]
     if baseline:
         lines.append(f"benign flag rate there: {baseline['value']:.2%} ({baseline['measured_on']})")
@@ -79,6 +82,11 @@ def _print(model_dir: Path, s: dict[str, Any]) -> None:
             ),
             highlight=False,
         )
+
+
+def _setting(value: Any) -> str:
+    """One setting as it would be passed back with ``--param``: JSON, lists without spaces."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _held_out(s: dict[str, Any]) -> None:

@@ -397,6 +397,41 @@ class Gate:
         self.segment_reading = bool(segment_reading)
         self._feature_cols = feature_columns(meta_features)
 
+    def params(self) -> dict[str, Any]:
+        """The switches that decide how this Gate fits and scores (a model directory records them).
+
+        The heads', combiner's and encoders' own parameters are not listed:
+        the model directory's state holds each one's.
+        """
+        return {
+            "seed": self.seed,
+            "heads": list(self.head_names),
+            "english_heads": list(self.english_heads),
+            "english_scope": self.english_scope,
+            "combine": self.combine,
+            "combiner_only": list(self.combiner_only),
+            "blend_heads": list(self.blend_heads),
+            "meta_features": self.meta_features,
+            "monotone": self.monotone,
+            "n_folds": self.n_folds,
+            "stack_groups": self.stack_groups,
+            "stack_sources": self.stack_sources,
+            "balance": self.balance,
+            "balance_languages": self.balance_languages,
+            "balance_lengths": self.balance_lengths,
+            "hard_rows": self.hard_rows,
+            "routed_copies": self.routed_copies,
+            "shift_features": self.shift_features,
+            "static_dims": self._embedder.dims if self._embedder is not None else self.static_dims,
+            "multilingual_chars": self.multilingual_chars,
+            "sentence": self.sentence,
+            "band_fraction": self.band_fraction,
+            "escalate": self.escalate,
+            "judge": self.judge is not None,
+            "data_guard": self.data_guard,
+            "segment_reading": self.segment_reading,
+        }
+
     # -- construction helpers ---------------------------------------------------------
     def _get_featurizer(self) -> Featurizer:
         if self._featurizer is None:
