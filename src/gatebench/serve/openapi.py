@@ -178,6 +178,21 @@ _WINDOW = {
     "properties": {k: {"type": "integer"} for k in ("index", "start", "end", "n_windows")},
 }
 _DECISION = {"type": "string", "enum": ["block", "allow"]}
+
+
+def _segment(where: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A result's ``segment``: the line behind a score of the ``segment`` stage."""
+    return {
+        "type": "object",
+        "description": "Only when the stage is segment: the line or sentence of a tool "
+        f"result or document that, read alone, set the score; {where}, and its text.",
+        "properties": {
+            **{k: {"type": "integer"} for k in (*keys, "start", "end")},
+            "text": {"type": "string"},
+        },
+    }
+
+
 _TIMINGS = {
     "type": "object",
     "additionalProperties": {"type": "number"},
@@ -191,16 +206,7 @@ _TEXT_RESULT = {
         "decision": _DECISION,
         "stage": {"type": "string", "description": "The cascade stage that decided."},
         "chunk": {"type": "object", "description": "The window that drove the score."},
-        "segment": {
-            "type": "object",
-            "description": "Only when the stage is segment: the line or sentence of the tool "
-            "result or document that, read alone, set the score; its characters in the text.",
-            "properties": {
-                "start": {"type": "integer"},
-                "end": {"type": "integer"},
-                "text": {"type": "string"},
-            },
-        },
+        "segment": _segment("its characters in the text", ()),
         "timings_ms": _TIMINGS,
     },
     "required": ["score", "decision", "stage", "chunk", "timings_ms"],
@@ -235,18 +241,7 @@ _CONVERSATION_RESULT = {
                 "threat": {"type": "string"},
                 "window": _WINDOW,
                 "spans_to": {"type": ["integer", "null"]},
-                "segment": {
-                    "type": "object",
-                    "description": "Only when the stage is segment: the line of a tool "
-                    "result or document that, read alone, set the score; its message, its "
-                    "characters there, and its text.",
-                    "properties": {
-                        "message": {"type": "integer"},
-                        "start": {"type": "integer"},
-                        "end": {"type": "integer"},
-                        "text": {"type": "string"},
-                    },
-                },
+                "segment": _segment("its message, and its characters there", ("message",)),
             },
         },
         "messages": {"type": "array", "items": _MESSAGE_RESULT},
