@@ -96,8 +96,9 @@ class ServedModel:
     ----------
     detector : object
         Anything with ``score(texts)``; if it also has ``score_stages(texts)``
-        returning ``(scores, stages, stage_ms)`` (Gate does), the stage that
-        decided each text and per-stage timings are reported.
+        returning ``(scores, stages, stage_ms)``, the stage that decided each
+        text and per-stage timings are reported, and with ``score_report``
+        (Gate's) the line of a tool result or document that set its score too.
     threshold : float
         Decision threshold (the run's θ_op).
     info : dict
