@@ -268,6 +268,9 @@ def test_the_driver_names_its_segment_in_the_message_it_sits_in(line: str) -> No
     plain = score_conversations([conv], ScanPolicy(), _split_marker, **kw)[0]
     assert "segment" not in plain["driver"]
     assert {k: v for k, v in driver.items() if k != "segment"} == plain["driver"]
+    # Each message row is its own best window's: here no lone window of either
+    # tool message holds the marker whole, so the rows score 0 and name nothing.
+    assert all("segment" not in m for m in out["messages"])
 
 
 def test_nothing_to_scan_is_an_error_not_an_allow() -> None:

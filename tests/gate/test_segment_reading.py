@@ -148,6 +148,10 @@ def test_a_served_result_names_the_segment_that_set_its_score(gate_kw, dataset) 
     assert user["score"] < doc["score"]
     # In a conversation, the driver names the line in the tool result it sits in.
     chat = [{"role": "user", "content": "Summarise this page."}, {"role": "tool", "content": text}]
-    driver = gate.score_messages(chat)["driver"]
+    result = gate.score_messages(chat)
+    driver = result["driver"]
     assert driver["message"] == 1 and driver["segment"]["message"] == 1
     assert text[driver["segment"]["start"] : driver["segment"]["end"]] == driver["segment"]["text"]
+    # The tool message's own row names it too; the user turn's names none.
+    user_row, tool_row = result["messages"]
+    assert tool_row["segment"] == driver["segment"] and "segment" not in user_row

@@ -53,8 +53,11 @@ def test_a_result_names_the_line_that_set_its_score_in_texts_and_conversations()
             {"role": "user", "content": "Where is my order?"},
             {"role": "tool", "content": long},
         ]
-        driver = _post(running, {"messages": chat}).json()["driver"]
+        result = _post(running, {"messages": chat}).json()
+    driver = result["driver"]
     assert driver["message"] == 1 and driver["segment"]["message"] == 1
+    assert result["messages"][1]["segment"] == driver["segment"]
+    assert "segment" not in result["messages"][0]
     assert long[driver["segment"]["start"] : driver["segment"]["end"]] == todo
 
 

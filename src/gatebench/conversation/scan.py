@@ -197,9 +197,10 @@ def pool_scan(
     The result holds the conversation score (the maximum), the verdict at
     ``threshold`` (left out when there is none), the message, role and window
     that drove it, every message's score (``None`` for a skipped one, with
-    the reason), and every border window's score. When the driving window's
-    score was set by one of its segments read alone (``segments``, per
-    window), the driver names it: its message, characters and text.
+    the reason), and every border window's score. Where a window's score was
+    set by one of its segments read alone (``segments``, per window), the
+    driver, and the message whose score that window is, name it: its
+    message, characters and text.
     """
     values = np.asarray(scores, dtype=np.float64)
     best_of: dict[int, int] = {}
@@ -216,6 +217,8 @@ def pool_scan(
             s = float(values[k])
             row |= {"scanned": True, "score": s, **_decision(s, threshold)}
             row["window"] = _window_info(plan.windows[k], plan.n_windows[i])
+            if segments is not None and segments[k] is not None:
+                row["segment"] = _segment_info(plan.windows[k], str(segments[k]))
         else:
             row |= {"scanned": False, "score": None, "skipped": plan.skipped[i]}
         messages.append(row)

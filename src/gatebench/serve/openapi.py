@@ -220,6 +220,7 @@ _MESSAGE_RESULT = {
         "score": {"type": ["number", "null"], "description": "As the message scored alone."},
         "decision": _DECISION,
         "window": _WINDOW,
+        "segment": _segment("its message, and its characters there", ("message",)),
         "skipped": {"type": "string", "enum": ["role", "empty"]},
     },
     "required": ["index", "role", "scanned", "score"],
