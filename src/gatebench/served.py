@@ -27,7 +27,7 @@ from gatebench.conversation import (
 from gatebench.detectors import check_scores, score_detector
 from gatebench.errors import ConfigError
 from gatebench.modeldir import load_model, shipped_fpr, shipped_rule
-from gatebench.types import Position
+from gatebench.types import Position, StagedScores
 
 __all__ = ["ServeSettings", "ServedModel", "served_model"]
 
@@ -119,32 +119,30 @@ class ServedModel:
         """Description for ``/v1/info``."""
         return {**self._info, "threshold": self.threshold, "detector": self.detector.name}
 
-    def _score_report(
-        self, texts: list[str], positions: list[str] | None = None
-    ) -> tuple[np.ndarray, list[str], dict[str, float], list[str | None]]:
+    def _score_report(self, texts: list[str], positions: list[str] | None = None) -> StagedScores:
         """Scores, stages, per-stage milliseconds, and each window's driving segment."""
+        name = self.detector.name
+        none: list[str | None] = [None] * len(texts)
         report = getattr(self.detector, "score_report", None)
         if report is not None:
             staged = report(texts, positions=positions)
-            scores = check_scores(self.detector.name, staged.scores, len(texts))
-            return scores, list(staged.stages), staged.stage_ms, list(staged.segments)
-        none: list[str | None] = [None] * len(texts)
-        staged = getattr(self.detector, "score_stages", None)
-        if staged is not None:
-            placed = positions is not None and "positions" in inspect.signature(staged).parameters
-            scores, stages, stage_ms = (
-                staged(texts, positions=positions) if placed else staged(texts)
+            scores = check_scores(name, staged.scores, len(texts))
+            return StagedScores(scores, list(staged.stages), staged.stage_ms, list(staged.segments))
+        stages_of = getattr(self.detector, "score_stages", None)
+        if stages_of is not None:
+            placed = (
+                positions is not None and "positions" in inspect.signature(stages_of).parameters
             )
-            return (
-                check_scores(self.detector.name, scores, len(texts)),
-                list(stages),
-                stage_ms,
-                none,
+            scores, stages, stage_ms = (
+                stages_of(texts, positions=positions) if placed else stages_of(texts)
+            )
+            return StagedScores(
+                check_scores(name, scores, len(texts)), list(stages), stage_ms, none
             )
         t0 = time.perf_counter()
         raw = score_detector(self.detector, texts, positions)  # type: ignore[arg-type]
-        scores = check_scores(self.detector.name, raw, len(texts))
-        return scores, ["single"] * len(texts), {"single": (time.perf_counter() - t0) * 1e3}, none
+        ms = {"single": (time.perf_counter() - t0) * 1e3}
+        return StagedScores(check_scores(name, raw, len(texts)), ["single"] * len(texts), ms, none)
 
     def score_details(
         self, texts: Sequence[str], positions: Sequence[str] | None = None
@@ -164,7 +162,8 @@ class ServedModel:
             else [p for p, sp in zip(positions, spans, strict=True) for _ in sp]
         )
         t0 = time.perf_counter()
-        scores, stages, stage_ms, segments = self._score_report(flat, where)
+        staged = self._score_report(flat, where)
+        scores, stages, segments = staged.scores, staged.stages, staged.segments
         total = (time.perf_counter() - t0) * 1e3
         out, k = [], 0
         for text, sp in zip(texts, spans, strict=True):
@@ -181,7 +180,7 @@ class ServedModel:
                     "end": sp[best][1],
                     "n_chunks": len(sp),
                 },
-                "timings_ms": {**stage_ms, "total": total},
+                "timings_ms": {**staged.stage_ms, "total": total},
             }
             segment = segments[k + best]
             if segment is not None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DATA_POSITIONS",
@@ -14,6 +17,7 @@ __all__ = [
     "PrimaryMetric",
     "Role",
     "Sample",
+    "StagedScores",
     "Status",
 ]
 
@@ -137,3 +141,27 @@ class Sample:
     language: str | None = None
     position: str | None = None
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StagedScores:
+    """Scores and how each was reached: :meth:`gatebench.gate.Gate.score_report`, and what a
+    conversation scan asks of its window scorer.
+
+    Attributes
+    ----------
+    scores : ndarray
+        P(attack) per text.
+    stages : list of str
+        ``"fast"``, ``"deferred"`` or ``"segment"``: the stage that decided each text.
+    stage_ms : dict
+        Wall milliseconds of the call per stage.
+    segments : list of str or None
+        Per text, the segment that raised its score when read alone (a line
+        or sentence of a tool result or document), None where none did.
+    """
+
+    scores: np.ndarray
+    stages: list[str]
+    stage_ms: dict[str, float]
+    segments: list[str | None]

@@ -23,7 +23,7 @@ import numpy as np
 from gatebench.chunking import chunk_spans
 from gatebench.conversation.messages import Conversation, ConversationError
 from gatebench.conversation.policy import THREATS, ScanPolicy
-from gatebench.types import DATA_POSITIONS
+from gatebench.types import DATA_POSITIONS, StagedScores
 
 __all__ = [
     "BORDER_JOIN",
@@ -45,13 +45,8 @@ BORDER_JOIN = "\n"
 #: scoring another document.
 BORDER_SIDE = 256
 
-#: ``score_windows(texts, positions) -> (scores, stages, stage_ms, segments)``, as
-#: ``Gate.score_report``: ``segments`` holds, per window, the line that set its score
-#: when read alone, or None.
-WindowScorer = Callable[
-    [list[str], list[str]],
-    tuple[np.ndarray, list[str], dict[str, float], Sequence[str | None]],
-]
+#: ``score_windows(texts, positions) -> StagedScores``, as ``Gate.score_report``.
+WindowScorer = Callable[[list[str], list[str]], StagedScores]
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,9 +295,8 @@ def score_conversations(
     policy : ScanPolicy
         Which roles are scanned.
     score_windows : callable
-        ``(texts, positions) -> (scores, stages, stage_ms, segments)``; one
-        call for the whole batch, each window with its position
-        (:func:`window_positions`).
+        ``(texts, positions) -> StagedScores``; one call for the whole
+        batch, each window with its position (:func:`window_positions`).
     size, overlap : int
         Window geometry (the service's ``chunk_chars`` and ``chunk_overlap``).
     threshold : float or None
@@ -314,8 +308,8 @@ def score_conversations(
     ]
     texts = [w.text for p in plans for w in p.windows]
     positions = [q for p in plans for q in window_positions(p)]
-    scores, stages, stage_ms, segments = score_windows(texts, positions)
-    out = pool_plans(plans, scores, stages, threshold, segments)
+    staged = score_windows(texts, positions)
+    out = pool_plans(plans, staged.scores, staged.stages, threshold, staged.segments)
     for result in out:
-        result["timings_ms"] = stage_ms
+        result["timings_ms"] = staged.stage_ms
     return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -23,30 +22,7 @@ if TYPE_CHECKING:
     from gatebench.gate.judge import LLMJudge
     from gatebench.gate.model import Gate
 
-__all__ = ["StagedScores", "exit_fractions", "new_stats", "route", "run_cascade", "stage_report"]
-
-
-@dataclass(frozen=True, slots=True)
-class StagedScores:
-    """Scores and how each was reached: :meth:`gatebench.gate.Gate.score_report`.
-
-    Attributes
-    ----------
-    scores : ndarray
-        P(attack) per text.
-    stages : list of str
-        ``"fast"``, ``"deferred"`` or ``"segment"``: the stage that decided each text.
-    stage_ms : dict
-        Wall milliseconds of the call per stage.
-    segments : list of str or None
-        Per text, the segment that raised its score when read alone (a line
-        or sentence of a tool result or document), None where none did.
-    """
-
-    scores: np.ndarray
-    stages: list[str]
-    stage_ms: dict[str, float]
-    segments: list[str | None]
+__all__ = ["exit_fractions", "new_stats", "route", "run_cascade", "stage_report"]
 
 
 def new_stats() -> dict[str, float]:

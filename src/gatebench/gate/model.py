@@ -37,14 +37,7 @@ from gatebench.conversation import (
     score_conversations,
 )
 from gatebench.gate.cache import DEFAULT_CACHE_DIR, VectorCache
-from gatebench.gate.cascade import (
-    StagedScores,
-    exit_fractions,
-    new_stats,
-    route,
-    run_cascade,
-    stage_report,
-)
+from gatebench.gate.cascade import exit_fractions, new_stats, route, run_cascade, stage_report
 from gatebench.gate.columns import column_names, combiner_input, feature_columns
 from gatebench.gate.combiner import Blend, Combiner, HeadMean
 from gatebench.gate.data_guard import (
@@ -80,6 +73,7 @@ from gatebench.gate.training import fit_gate, holdout_rows
 from gatebench.gate.views import Featurizer, Views
 from gatebench.parallel import one_native_thread
 from gatebench.served import ServeSettings
+from gatebench.types import StagedScores
 
 __all__ = ["DEFAULT_HEADS", "ENGLISH_HEADS", "STYLE_FEATURES", "Gate"]
 
@@ -788,13 +782,7 @@ class Gate:
         a user turn) lets the data guard read tool results and documents for
         planted instructions; without them every text is a user turn.
         """
-        texts = list(texts)
-        scores = run_cascade(self, texts)[0]
-        rows = self._data_rows(len(texts), positions)
-        if rows is None:
-            return scores
-        reading = self._read_segments(texts, scores, rows)
-        return self._guarded(texts, scores if reading is None else reading.scores, rows)
+        return self.score_report(texts, positions).scores
 
     def score_stages(
         self, texts: Sequence[str], positions: Sequence[str] | None = None
@@ -845,12 +833,6 @@ class Gate:
                 ms["guard"] = (time.perf_counter() - t0) * 1000.0
         return StagedScores(out, stages, ms, drivers)
 
-    def _score_windows(
-        self, texts: list[str], positions: list[str]
-    ) -> tuple[np.ndarray, list[str], dict[str, float], list[str | None]]:
-        staged = self.score_report(texts, positions)
-        return staged.scores, staged.stages, staged.stage_ms, staged.segments
-
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         """Hard labels at the recorded operating threshold (``score >= threshold``)."""
         if self.threshold is None:
@@ -892,7 +874,7 @@ class Gate:
         return score_conversations(
             checked,
             chosen,
-            self._score_windows,
+            self.score_report,
             size=_WINDOWS.chunk_chars,
             overlap=_WINDOWS.chunk_overlap,
             threshold=self.threshold,
