@@ -19,6 +19,11 @@ at least ``--min-segments`` segments (shorter rows keep their score):
   scores below ``C``: a lone spike among benign sentences;
 - ``lone-doc:C``: as ``lone:C``, for rows in a tool result or document only.
 
+``--data-by`` says which rows count as tool results or documents: ``position``
+(the trace's, as a caller who passes positions), ``shape`` (the text reads as
+serialised data, :func:`lodo_kinds.data_like`, as Gate would have to guess for
+a caller who passes none) or ``either``.
+
 ``--min-words W`` leaves segments of fewer than ``W`` plain words
 (:func:`gatebench.gate.segment_reading.plain_words`) unread. Gate's
 ``segment_reading`` is ``window-doc --min-words 3``: this script and Gate
@@ -27,7 +32,8 @@ give the same LODO (``bench_generalisation.py --param segment_reading=true``).
 Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/lodo_segment_rules.py \\
-        runs/scores-segments --rules none window-doc --min-words 3 [--json FILE]
+        runs/scores-segments --rules none window-doc --min-words 3 \\
+        [--data-by position|shape|either] [--json FILE]
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_generalisation import held_units, refit_row, summarise, trace_frame
+from lodo_kinds import data_like
 
 from gatebench.gate.segment_reading import plain_words
 from gatebench.gate.topic_shift import segments
@@ -101,12 +108,22 @@ def main() -> None:
         default=0,
         help="segments of fewer plain words (a field value, an address) are not read",
     )
+    ap.add_argument(
+        "--data-by",
+        choices=("position", "shape", "either"),
+        default="position",
+        help="what makes a row a tool result or document: its position, its text's shape, either",
+    )
     ap.add_argument("--json", type=Path, help="write every rule's refit rows here")
     args = ap.parse_args()
 
     frame = trace_frame()
     units = held_units(frame, "lodo")
-    in_doc = frame["position"].isin(["tool", "document"]).to_numpy()
+    by_position = frame["position"].isin(["tool", "document"]).to_numpy()
+    by_shape = np.array([data_like(t) for t in frame["text"]], dtype=bool)
+    in_doc = {"position": by_position, "shape": by_shape, "either": by_position | by_shape}[
+        args.data_by
+    ]
     y = frame["label"].to_numpy(dtype=np.int64)
     saved = {p.stem: dict(np.load(p)) for p in sorted(args.folder.glob("*.npz")) if p.stem in units}
     if args.min_words:
