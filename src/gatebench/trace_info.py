@@ -11,6 +11,7 @@ the finished frame and the counts the assembly hands over, and changes no row.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "cross_source_report",
     "loaded_source_counts",
     "recount_training",
+    "refused_note",
     "role_summary",
     "spec_record",
     "trace_info",
@@ -233,3 +235,50 @@ def trace_info(
         },
         "roles": role_summary(frame, overlap),
     }
+
+
+#: Refused rows a console line or a report's summary names; the artifacts list them all.
+REFUSED_NAMED = 3
+
+
+def refused_note(
+    malformed: Sequence[Mapping[str, Any]], where: str, total: int | None = None
+) -> str | None:
+    """One line on the input rows a load refused, for a console or a report's first screen.
+
+    A refused row (a label the loader cannot read, a position it does not know)
+    is left out of every number; recording it only in an artifact leaves a user
+    reading numbers over fewer rows than the file holds without knowing it.
+
+    Parameters
+    ----------
+    malformed : sequence of mapping
+        The trace info's ``malformed_rows``: ``source``, ``file``, ``line``, ``reason``.
+    where : str
+        The artifact that lists every one of them.
+    total : int, optional
+        How many rows were refused, when ``malformed`` holds only the first ones.
+
+    Returns
+    -------
+    str or None
+        How many, the first :data:`REFUSED_NAMED` with their file, line and
+        reason, and where the rest are; None when no row was refused.
+
+    Examples
+    --------
+    >>> row = {"source": "a", "file": "a.jsonl", "line": 3, "reason": "no text"}
+    >>> print(refused_note([row], "x.json"))
+    1 input row refused and left out of every number: a.jsonl:3: no text. All are listed in x.json.
+    """
+    n = len(malformed) if total is None else total
+    if not n:
+        return None
+    shown = malformed[:REFUSED_NAMED]
+    named = "; ".join(f"{m['file']}:{m['line']}: {m['reason']}" for m in shown)
+    first = f" (the first {len(shown)})" if n > len(shown) else ""
+    rows = "row" if n == 1 else "rows"
+    return (
+        f"{n:,} input {rows} refused and left out of every number{first}: {named}. "
+        f"All are listed in {where}."
+    )

@@ -366,6 +366,11 @@ def make_run_dir(root: Path, *, extras: bool, seed: int = 0) -> Path:
             "sources": [{"name": n, "revision": "0123456789abcdef" * 2} for n, *_ in SOURCES],
             "within_source_label_conflicts": [],
             "duplicates": trace["duplicates"],
+            # Rows a loader refused: only the run with extras has them.
+            "malformed_rows": [
+                {"source": "mine", "file": "mine.jsonl", "line": n, "reason": "missing text"}
+                for n in ((4, 9, 17, 23, 30) if extras else ())
+            ],
         },
     )
     return run_dir

@@ -302,3 +302,15 @@ def test_summary_comes_first_and_lists_every_non_passing_check(full_report: Path
     assert set(listed) <= {"WARN", "FAIL"}
     f1 = result["metrics"]["headline"]["micro"]["f1"]
     assert pct(f1) in text[text.index('id="summary"') : text.index('id="provenance"')]
+
+
+def test_the_summary_names_the_rows_the_trace_refused(full_report: Path, bare_report: Path) -> None:
+    root = _tree(full_report)
+    (line,) = [el for el in root.iter("p") if el.attrs.get("id") == "summary-refused"]
+    text = " ".join(line.text.split())
+    assert "5 input rows refused and left out of every number (the first 3)" in text
+    assert "mine.jsonl:4: missing text; mine.jsonl:9" in text and "mine.jsonl:23" not in text
+    assert "trace_info.json" in text
+    html = full_report.read_text(encoding="utf-8")
+    assert html.index('id="summary-refused"') < html.index('id="provenance"')
+    assert 'id="summary-refused"' not in bare_report.read_text(encoding="utf-8")

@@ -133,6 +133,8 @@ def _fit(detector: str, data_dir: Path | None, seed: int, where: Path) -> Path:
 
 
 def _print(r: UnseenResult) -> None:
+    from gatebench.trace_info import refused_note
+
     table = Table(title=f"{r.model.detector.get('name')} at θ = {r.model.threshold:.4f} (95% CI)")
     table.add_column("side", no_wrap=True)
     for col in ("n", "recall", "FPR", "F1", "AUC"):
@@ -153,6 +155,11 @@ def _print(r: UnseenResult) -> None:
             "the training trace already holds",
             highlight=False,
         )
+    rows = [row.model_dump() for row in r.refused]
+    refused = refused_note(rows, "manifest.json", total=r.refused_rows)
+    if refused:
+        # The reasons quote file content: print them as text, never as markup.
+        console.print(refused, style="yellow", soft_wrap=True, highlight=False, markup=False)
     _print_nearest(r)
 
 

@@ -210,6 +210,19 @@ def _print_result(run_dir: Path) -> None:
         )
     note = result.groups.get("note", "")
     console.print(f"groups: {note}", soft_wrap=True, highlight=False)
+    _print_refused(run_dir / "trace_info.json")
+
+
+def _print_refused(path: Path) -> None:
+    """Name the input rows the trace refused, if any (``trace_info.json`` lists them all)."""
+    from gatebench.trace_info import refused_note
+
+    if path.is_file():
+        info = json.loads(path.read_text(encoding="utf-8"))
+        line = refused_note(info.get("malformed_rows", []), str(path))
+        if line:
+            # The reasons quote file content: print them as text, never as markup.
+            console.print(line, style="yellow", soft_wrap=True, highlight=False, markup=False)
 
 
 def train(

@@ -4,7 +4,8 @@ A report whose first screen shows F1 and θ but hides a failed leakage check
 tells a better story than the run supports. This block carries the headline
 with its interval, every check that did not pass (one line each, linked to its
 row in the diagnostics table), the leakage premium and the LODO gap when they
-were measured, and the sources too small to be read on their own.
+were measured, the sources too small to be read on their own, and the input
+rows the trace refused, which no number counts.
 
 Macro FPR gets its own line: every source with benign prompts counts once in
 it, so a source with a handful of benign rows can move it by points. The line
@@ -19,6 +20,7 @@ from gatebench.metrics.bootstrap import SMALL_N
 from gatebench.report.fmt import ci, count, is_num, num, pct, signed_pp
 from gatebench.report.tables import defined
 from gatebench.rundata import RunData
+from gatebench.trace_info import refused_note
 
 __all__ = ["executive_summary", "macro_fpr"]
 
@@ -96,7 +98,7 @@ def _lodo_gap(run: RunData) -> str:
 
 
 def executive_summary(run: RunData) -> dict[str, Any]:
-    """Headline, non-passing checks, leakage premium, LODO gap and small-n sources."""
+    """Headline, non-passing checks, leakage premium, LODO gap, small-n sources, refused rows."""
     checks = [
         {
             "name": d.name,
@@ -117,4 +119,5 @@ def executive_summary(run: RunData) -> dict[str, Any]:
         "leakage": signed_pp(leakage) if is_num(leakage) else "",
         "lodo": _lodo_gap(run),
         "small_n": sorted(small),
+        "refused": refused_note(run.trace_info.get("malformed_rows", []), "trace_info.json"),
     }

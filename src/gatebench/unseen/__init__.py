@@ -31,7 +31,7 @@ from gatebench.unseen.baseline import in_distribution
 from gatebench.unseen.nearest import errors_lean_on
 from gatebench.unseen.overlap import overlapping_prompts, training_spec, training_trace
 from gatebench.unseen.rates import rates_at
-from gatebench.unseen.result import ModelInfo, Overlap, UnseenResult
+from gatebench.unseen.result import REFUSED_KEPT, ModelInfo, Overlap, UnseenResult
 
 __all__ = ["UnseenResult", "evaluate_model", "model_sha256"]
 
@@ -247,6 +247,8 @@ def evaluate_model(
         in_distribution_run=model.meta.get("evaluation_run"),
         nearest=jsonable(nearest),
         nearest_note=nearest_note,
+        refused_rows=len(data.info["malformed_rows"]),
+        refused=data.info["malformed_rows"][:REFUSED_KEPT],
         seed=seed,
         n_resamples=n_resamples,
     )

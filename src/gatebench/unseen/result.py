@@ -18,17 +18,23 @@ from gatebench.errors import SchemaError
 from gatebench.result import Interval, LanguageRow, PositionRow, check_major
 
 __all__ = [
+    "REFUSED_KEPT",
     "UNSEEN_SCHEMA_VERSION",
     "ModelInfo",
     "NearestSource",
     "Rates",
+    "RefusedRow",
     "UnseenResult",
     "UnseenSource",
 ]
 
 #: Major.minor, read as ``result.json``'s is. 1.1: ``by_position`` and
 #: ``by_position_skipped``, each optional. 1.2: ``nearest`` and ``nearest_note``.
-UNSEEN_SCHEMA_VERSION = "1.2"
+#: 1.3: ``refused_rows`` and ``refused``.
+UNSEEN_SCHEMA_VERSION = "1.3"
+
+#: Refused rows ``result.json`` names; the manifest's data trace lists them all.
+REFUSED_KEPT = 20
 
 
 class _Section(BaseModel):
@@ -96,6 +102,15 @@ class NearestSource(_Section):
     share: float
 
 
+class RefusedRow(_Section):
+    """An input row the load refused: no number counts it."""
+
+    source: str
+    file: str
+    line: int
+    reason: str
+
+
 class UnseenResult(_Section):
     """The whole of an evaluation's ``result.json``."""
 
@@ -116,6 +131,10 @@ class UnseenResult(_Section):
     nearest: list[NearestSource] = Field(default_factory=list)
     #: Why ``nearest`` is empty, when it is.
     nearest_note: str | None = None
+    #: Input rows refused at load, and the first :data:`REFUSED_KEPT` of them
+    #: (``manifest.json`` lists them all).
+    refused_rows: int = 0
+    refused: list[RefusedRow] = Field(default_factory=list)
     seed: int
     n_resamples: int
     timings_seconds: dict[str, float] = Field(default_factory=dict)
