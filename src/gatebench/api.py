@@ -36,6 +36,7 @@ from gatebench.trace import (
     row_positions,
     save_trace,
 )
+from gatebench.trace_info import refused_record
 from gatebench.types import Family
 from gatebench.unseen.calibrate import check_holdout, check_target, unseen_operating_point
 
@@ -178,6 +179,7 @@ def train(
         valid_sources=list(sources[va]),
     )
     extra["trace_spec"] = trace.info["spec"]  # what `gatebench evaluate` checks overlap against
+    extra["refused_rows"] = refused_record(trace.info["malformed_rows"])
     if held is not None:
         overlap = int(trace.info["chunking"]["chunk_overlap"])
         extra["holdout"] = write_holdout(model_dir, held, overlap, holdout)

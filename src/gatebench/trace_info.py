@@ -31,6 +31,7 @@ __all__ = [
     "loaded_source_counts",
     "recount_training",
     "refused_note",
+    "refused_record",
     "role_summary",
     "spec_record",
     "trace_info",
@@ -239,6 +240,8 @@ def trace_info(
 
 #: Refused rows a console line or a report's summary names; the artifacts list them all.
 REFUSED_NAMED = 3
+#: Refused rows an artifact that is not the trace's own report keeps (with the count).
+REFUSED_KEPT = 20
 
 
 def refused_note(
@@ -282,3 +285,12 @@ def refused_note(
         f"{n:,} input {rows} refused and left out of every number{first}: {named}. "
         f"All are listed in {where}."
     )
+
+
+def refused_record(malformed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How many input rows were refused, and the first :data:`REFUSED_KEPT` of them.
+
+    For the artifacts that do not carry the whole trace info (a model
+    directory's manifest), so that the refusal travels with what was built.
+    """
+    return {"rows": len(malformed), "first": [dict(m) for m in malformed[:REFUSED_KEPT]]}

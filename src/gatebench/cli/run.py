@@ -215,14 +215,18 @@ def _print_result(run_dir: Path) -> None:
 
 def _print_refused(path: Path) -> None:
     """Name the input rows the trace refused, if any (``trace_info.json`` lists them all)."""
-    from gatebench.trace_info import refused_note
-
     if path.is_file():
         info = json.loads(path.read_text(encoding="utf-8"))
-        line = refused_note(info.get("malformed_rows", []), str(path))
-        if line:
-            # The reasons quote file content: print them as text, never as markup.
-            console.print(line, style="yellow", soft_wrap=True, highlight=False, markup=False)
+        _print_refused_rows(info.get("malformed_rows", []), str(path))
+
+
+def _print_refused_rows(rows: list[dict[str, Any]], where: str, total: int | None = None) -> None:
+    from gatebench.trace_info import refused_note
+
+    line = refused_note(rows, where, total)
+    if line:
+        # The reasons quote file content: print them as text, never as markup.
+        console.print(line, style="yellow", soft_wrap=True, highlight=False, markup=False)
 
 
 def train(
@@ -324,7 +328,10 @@ def train(
     except GatebenchError as exc:
         fail(exc)
     console.print(f"model directory written: {out}")
-    op = json.loads((out / MANIFEST).read_text())["operating_point"]
+    meta = json.loads((out / MANIFEST).read_text())
+    refused = meta.get("refused_rows", {})
+    _print_refused_rows(refused.get("first", []), str(out / MANIFEST), refused.get("rows"))
+    op = meta["operating_point"]
     if "mean_fpr" in op:
         n_benign = sum(v["averaged"] for v in op["per_source"].values())
         kind = "evaluation sources" if op.get("holdout") == "evaluation" else "sources"

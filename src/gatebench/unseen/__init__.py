@@ -27,11 +27,12 @@ from gatebench.per_language import by_language
 from gatebench.per_position import by_position
 from gatebench.served import ServeSettings
 from gatebench.trace import Trace, TraceSpec, build_trace
+from gatebench.trace_info import refused_record
 from gatebench.unseen.baseline import in_distribution
 from gatebench.unseen.nearest import errors_lean_on
 from gatebench.unseen.overlap import overlapping_prompts, training_spec, training_trace
 from gatebench.unseen.rates import rates_at
-from gatebench.unseen.result import REFUSED_KEPT, ModelInfo, Overlap, UnseenResult
+from gatebench.unseen.result import ModelInfo, Overlap, UnseenResult
 
 __all__ = ["UnseenResult", "evaluate_model", "model_sha256"]
 
@@ -224,6 +225,7 @@ def evaluate_model(
     t4 = time.perf_counter()
     nearest, nearest_note = _nearest(model, train, prompts, threshold)
     timings["nearest"] = time.perf_counter() - t4
+    refused = refused_record(data.info["malformed_rows"])
     result = UnseenResult(
         model=ModelInfo(
             dir=str(model_dir),
@@ -247,8 +249,8 @@ def evaluate_model(
         in_distribution_run=model.meta.get("evaluation_run"),
         nearest=jsonable(nearest),
         nearest_note=nearest_note,
-        refused_rows=len(data.info["malformed_rows"]),
-        refused=data.info["malformed_rows"][:REFUSED_KEPT],
+        refused_rows=refused["rows"],
+        refused=refused["first"],
         seed=seed,
         n_resamples=n_resamples,
     )

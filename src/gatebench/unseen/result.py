@@ -18,7 +18,6 @@ from gatebench.errors import SchemaError
 from gatebench.result import Interval, LanguageRow, PositionRow, check_major
 
 __all__ = [
-    "REFUSED_KEPT",
     "UNSEEN_SCHEMA_VERSION",
     "ModelInfo",
     "NearestSource",
@@ -32,9 +31,6 @@ __all__ = [
 #: ``by_position_skipped``, each optional. 1.2: ``nearest`` and ``nearest_note``.
 #: 1.3: ``refused_rows`` and ``refused``.
 UNSEEN_SCHEMA_VERSION = "1.3"
-
-#: Refused rows ``result.json`` names; the manifest's data trace lists them all.
-REFUSED_KEPT = 20
 
 
 class _Section(BaseModel):
@@ -131,8 +127,8 @@ class UnseenResult(_Section):
     nearest: list[NearestSource] = Field(default_factory=list)
     #: Why ``nearest`` is empty, when it is.
     nearest_note: str | None = None
-    #: Input rows refused at load, and the first :data:`REFUSED_KEPT` of them
-    #: (``manifest.json`` lists them all).
+    #: Input rows refused at load, and the first of them
+    #: (:func:`gatebench.trace_info.refused_record`; ``manifest.json`` lists them all).
     refused_rows: int = 0
     refused: list[RefusedRow] = Field(default_factory=list)
     seed: int
