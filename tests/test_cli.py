@@ -155,3 +155,10 @@ def test_train_records_and_names_the_rows_its_trace_refused(tmp_path: Path) -> N
         "rows": 1,
         "first": [{"source": "mine", "file": "mine.jsonl", "line": 3, "reason": "missing text"}],
     }
+    shown = CliRunner().invoke(app, ["model", "show", str(model)])
+    assert shown.exit_code == 0, shown.output
+    assert "1 input row refused and left out of every number: mine.jsonl:3" in " ".join(
+        shown.output.split()
+    )
+    summary = json.loads(CliRunner().invoke(app, ["model", "show", str(model), "--json"]).output)
+    assert summary["trace"]["refused_rows"]["rows"] == 1

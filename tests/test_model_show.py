@@ -59,7 +59,9 @@ def test_a_headline_point_has_no_held_out_table() -> None:
     s = model_summary(meta)
     assert s["held_out"] == [] and s["held_out_totals"] is None
     assert s["threshold"]["shipped_fpr"]["value"] == 0.0098
-    assert s["trace"] == {"trace_id": None, "sources": [], "roles": {}, "seed": None}
+    assert s["trace"] == {
+        "trace_id": None, "sources": [], "roles": {}, "seed": None, "refused_rows": None
+    }  # fmt: skip
 
 
 def test_a_re_picked_and_refitted_model_says_so() -> None:

@@ -190,6 +190,8 @@ def model_summary(meta: dict[str, Any]) -> dict[str, Any]:
             "sources": list(spec.get("sources", [])),
             "roles": dict(spec.get("roles", {})),
             "seed": spec.get("seed"),
+            # Absent from models written before it was recorded.
+            "refused_rows": meta.get("refused_rows"),
         },
         "threshold": {
             "value": meta.get("threshold"),

@@ -49,6 +49,11 @@ def _print(model_dir: Path, s: dict[str, Any]) -> None:
         f"(seed {trace['seed']})" + (f", roles set {trace['roles']}" if trace["roles"] else ""),
         f"threshold {threshold['value']:.4f}: {threshold['rule'] or 'rule not recorded'}",
     ]
+    refused = trace.get("refused_rows")
+    if refused and refused["rows"]:
+        from gatebench.trace_info import refused_note
+
+        lines.insert(2, str(refused_note(refused["first"], "the manifest", refused["rows"])))
     settings = s.get("settings")
     if settings:
         lines.insert(1, "settings: " + ", ".join(f"{k}={_setting(v)}" for k, v in settings.items()))
