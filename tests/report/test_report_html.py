@@ -314,3 +314,6 @@ def test_the_summary_names_the_rows_the_trace_refused(full_report: Path, bare_re
     html = full_report.read_text(encoding="utf-8")
     assert html.index('id="summary-refused"') < html.index('id="provenance"')
     assert 'id="summary-refused"' not in bare_report.read_text(encoding="utf-8")
+    markdown = (full_report.parent / "result.md").read_text(encoding="utf-8")
+    assert "**Refused input rows.** 5 input rows refused" in markdown
+    assert "Refused input rows" not in (bare_report.parent / "result.md").read_text()

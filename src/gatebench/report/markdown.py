@@ -19,6 +19,7 @@ from gatebench.report.figures import names
 from gatebench.report.fmt import pct
 from gatebench.report.views import FigureView
 from gatebench.rundata import RunData
+from gatebench.trace_info import refused_note
 
 __all__ = ["render_result_md", "write_result_md"]
 
@@ -71,6 +72,7 @@ def render_result_md(
         absent=[v for v in views if v.svg is None],
         n_drawn=sum(v.svg is not None for v in views),
         report=report,
+        refused=refused_note(run.trace_info.get("malformed_rows", []), "`trace_info.json`"),
         pct=pct,
     )
 
