@@ -249,9 +249,10 @@ def refused_note(
 ) -> str | None:
     """One line on the input rows a load refused, for a console or a report's first screen.
 
-    A refused row (a label the loader cannot read, a position it does not know)
-    is left out of every number; recording it only in an artifact leaves a user
-    reading numbers over fewer rows than the file holds without knowing it.
+    A refused row (no text, a position the loader does not know, an id seen
+    before) is left out of every number; recording it only in an artifact
+    leaves a user reading numbers over fewer rows than the file holds without
+    knowing it.
 
     Parameters
     ----------
