@@ -238,7 +238,7 @@ def test_refused_rows_are_named_on_the_console_in_the_result_and_the_report(
     console = " ".join(result.output.split())
     named = "4 input rows refused and left out of every number (the first 3): mine.jsonl:4:"
     assert named in console
-    assert "mine.jsonl:10" not in console and "listed in manifest.json" in console
+    assert "mine.jsonl:10" not in console and f"listed in {out / 'manifest.json'}" in console
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert [m["line"] for m in manifest["data_trace"]["malformed_rows"]] == [4, 8, 9, 10]
     html = (out / "report.html").read_text(encoding="utf-8")

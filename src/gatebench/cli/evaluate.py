@@ -100,7 +100,7 @@ def evaluate(
         report = render_unseen(out, result)
     except GatebenchError as exc:
         fail(exc)
-    _print(result)
+    _print(result, out)
     console.print(f"report: {report}", highlight=False)
 
 
@@ -132,7 +132,7 @@ def _fit(detector: str, data_dir: Path | None, seed: int, where: Path) -> Path:
     return api.train(config, where / "model", operating_point="headline")
 
 
-def _print(r: UnseenResult) -> None:
+def _print(r: UnseenResult, out: Path) -> None:
     from gatebench.trace_info import refused_note
 
     table = Table(title=f"{r.model.detector.get('name')} at θ = {r.model.threshold:.4f} (95% CI)")
@@ -156,7 +156,7 @@ def _print(r: UnseenResult) -> None:
             highlight=False,
         )
     rows = [row.model_dump() for row in r.refused]
-    refused = refused_note(rows, "manifest.json", total=r.refused_rows)
+    refused = refused_note(rows, str(out / "manifest.json"), total=r.refused_rows)
     if refused:
         # The reasons quote file content: print them as text, never as markup.
         console.print(refused, style="yellow", soft_wrap=True, highlight=False, markup=False)
