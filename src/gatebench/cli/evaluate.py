@@ -28,6 +28,7 @@ from gatebench.cli.options import (
     file_options,
     fmt_pct,
     parse_caps,
+    print_note,
 )
 from gatebench.errors import ConfigError, GatebenchError
 
@@ -133,8 +134,6 @@ def _fit(detector: str, data_dir: Path | None, seed: int, where: Path) -> Path:
 
 
 def _print(r: UnseenResult, out: Path) -> None:
-    from gatebench.trace_info import refused_note
-
     table = Table(title=f"{r.model.detector.get('name')} at θ = {r.model.threshold:.4f} (95% CI)")
     table.add_column("side", no_wrap=True)
     for col in ("n", "recall", "FPR", "F1", "AUC"):
@@ -155,11 +154,7 @@ def _print(r: UnseenResult, out: Path) -> None:
             "the training trace already holds",
             highlight=False,
         )
-    rows = [row.model_dump() for row in r.refused]
-    refused = refused_note(rows, str(out / "manifest.json"), total=r.refused_rows)
-    if refused:
-        # The reasons quote file content: print them as text, never as markup.
-        console.print(refused, style="yellow", soft_wrap=True, highlight=False, markup=False)
+    print_note(r.refused_note(str(out / "manifest.json")))
     _print_nearest(r)
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "parse_caps",
     "parse_label_map",
     "parse_roles",
+    "print_note",
 ]
 
 console = Console()
@@ -230,6 +231,13 @@ def fail(exc: GatebenchError) -> NoReturn:
     # Messages quote user input and file contents: brackets in them are text, not markup.
     err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True, highlight=False)
     raise typer.Exit(code=2)
+
+
+def print_note(line: str | None) -> None:
+    """Print a warning line that quotes file content (a refused row's reason), if any."""
+    if line:
+        # File content in it is text, never markup.
+        console.print(line, style="yellow", soft_wrap=True, highlight=False, markup=False)
 
 
 def parse_caps(caps: list[str] | None) -> dict[str, int | None]:

@@ -43,6 +43,7 @@ from gatebench.cli.options import (
     fmt_pct,
     parse_caps,
     parse_roles,
+    print_note,
 )
 from gatebench.config import UNSEEN_FPR, UNSEEN_HOLDOUT
 from gatebench.errors import GatebenchError
@@ -215,18 +216,11 @@ def _print_result(run_dir: Path) -> None:
 
 def _print_refused(path: Path) -> None:
     """Name the input rows the trace refused, if any (``trace_info.json`` lists them all)."""
-    if path.is_file():
-        info = json.loads(path.read_text(encoding="utf-8"))
-        _print_refused_rows(info.get("malformed_rows", []), str(path))
-
-
-def _print_refused_rows(rows: list[dict[str, Any]], where: str, total: int | None = None) -> None:
     from gatebench.trace_info import refused_note
 
-    line = refused_note(rows, where, total)
-    if line:
-        # The reasons quote file content: print them as text, never as markup.
-        console.print(line, style="yellow", soft_wrap=True, highlight=False, markup=False)
+    if path.is_file():
+        info = json.loads(path.read_text(encoding="utf-8"))
+        print_note(refused_note(info.get("malformed_rows", []), str(path)))
 
 
 def train(
@@ -297,6 +291,7 @@ def train(
     from gatebench import api
     from gatebench.config import load_config
     from gatebench.modeldir import MANIFEST
+    from gatebench.trace_info import refused_note
 
     try:
         cfg = load_config(
@@ -330,7 +325,7 @@ def train(
     console.print(f"model directory written: {out}")
     meta = json.loads((out / MANIFEST).read_text())
     refused = meta.get("refused_rows", {})
-    _print_refused_rows(refused.get("first", []), str(out / MANIFEST), refused.get("rows"))
+    print_note(refused_note(refused.get("first", []), str(out / MANIFEST), refused.get("rows")))
     op = meta["operating_point"]
     if "mean_fpr" in op:
         n_benign = sum(v["averaged"] for v in op["per_source"].values())

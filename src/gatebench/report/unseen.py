@@ -21,7 +21,6 @@ from gatebench.report.figures.language import draw_languages, forest_rows
 from gatebench.report.figures.position import draw_positions, position_rows
 from gatebench.report.html import _environment, _version
 from gatebench.report.svg import figure_svg, inline_svg
-from gatebench.trace_info import refused_note
 from gatebench.unseen.result import Rates, UnseenResult
 
 __all__ = ["METRICS", "draw_gap", "render_unseen"]
@@ -103,13 +102,10 @@ def render_unseen(out_dir: Path, result: UnseenResult | None = None) -> Path:
     svg = Markup(inline_svg(figure_svg(figure), prefix="gap", alt=alt))
     languages = _forest(forest_rows(result.by_language), draw_languages, "lang", "prompt languages")
     positions = _forest(position_rows(result.by_position), draw_positions, "pos", "input positions")
-    refused = refused_note(
-        [row.model_dump() for row in result.refused], "manifest.json", total=result.refused_rows
-    )
     template = _environment().get_template("unseen.html.j2")
     html = template.render(
         r=result,
-        refused=refused,
+        refused=result.refused_note("manifest.json"),
         name=name,
         svg=svg,
         languages=languages,

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gatebench.errors import SchemaError
 from gatebench.result import Interval, LanguageRow, PositionRow, check_major
+from gatebench.trace_info import refused_note
 
 __all__ = [
     "UNSEEN_SCHEMA_VERSION",
@@ -134,6 +135,11 @@ class UnseenResult(_Section):
     seed: int
     n_resamples: int
     timings_seconds: dict[str, float] = Field(default_factory=dict)
+
+    def refused_note(self, where: str) -> str | None:
+        """The line naming the refused rows (:func:`gatebench.trace_info.refused_note`)."""
+        rows = [row.model_dump() for row in self.refused]
+        return refused_note(rows, where, total=self.refused_rows)
 
     @classmethod
     def read(cls, path: Path) -> UnseenResult:
