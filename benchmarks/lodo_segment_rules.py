@@ -119,11 +119,10 @@ def main() -> None:
 
     frame = trace_frame()
     units = held_units(frame, "lodo")
-    by_position = frame["position"].isin(["tool", "document"]).to_numpy()
-    by_shape = np.array([data_like(t) for t in frame["text"]], dtype=bool)
-    in_doc = {"position": by_position, "shape": by_shape, "either": by_position | by_shape}[
-        args.data_by
-    ]
+    in_doc = frame["position"].isin(["tool", "document"]).to_numpy()
+    if args.data_by != "position":
+        by_shape = np.array([data_like(t) for t in frame["text"]], dtype=bool)
+        in_doc = by_shape if args.data_by == "shape" else in_doc | by_shape
     y = frame["label"].to_numpy(dtype=np.int64)
     saved = {p.stem: dict(np.load(p)) for p in sorted(args.folder.glob("*.npz")) if p.stem in units}
     if args.min_words:
