@@ -25,6 +25,17 @@ means instead (tried first) let the map fall wherever the validation set's
 documents happened to put them: on one draw of refits the guard caught
 most of a held-out source's planted instructions, on the next none of them.
 
+What counts as an instruction can be learned from the attacks themselves
+(``positives="planted"`` or ``"both"``). Of each training attack at a data
+position, the units that no benign data text holds are what was planted in
+it: a source that pairs each attacked document with its clean original
+leaves the planted sentence alone. Where a host is unique to its attack,
+more than one unit is left, and the most request-like of them, by a first
+reading of requests against data, is taken. A user turn asks for something
+by nature; a planted unit asks an assistant for something from inside data,
+which is the case the guard exists for, and which an e-mail asking its human
+reader for a report is not.
+
 Documents from a source with no attack at a data position (worked
 solutions, threat reports, code) teach the guard only: Gate's heads and
 combiner fit without them (:func:`guard_only_rows`). Given to the heads they
@@ -49,11 +60,13 @@ from gatebench.gate.heads import CharHead, sigmoid
 from gatebench.types import DATA_POSITIONS, POSITIONS
 
 __all__ = [
+    "GUARD_POSITIVES",
     "DataGuard",
     "at_data",
     "attacked_sources",
     "check_positions",
     "guard_only_rows",
+    "planted_candidates",
     "source_weights",
     "tail_map",
     "text_units",
@@ -69,6 +82,8 @@ MAX_REQUESTS = 20_000
 MIN_MATCH_ROWS = 30
 #: Where the map is anchored: one minus the FPR the operating point is held to.
 TAIL_QUANTILE = 0.99
+#: What the guard learns as an instruction: user turns, planted units, or both.
+GUARD_POSITIVES = ("requests", "planted", "both")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # Quotes, brackets and separators that serialised data wraps sentences in.
 _EDGES = " \t\"',{}[]"
@@ -139,6 +154,29 @@ def text_units(text: str) -> list[str]:
     return units or [text]
 
 
+def _unit_key(unit: str) -> str:
+    return " ".join(unit.lower().split())
+
+
+def planted_candidates(
+    texts: Sequence[str], positions: Sequence[str], labels: np.ndarray
+) -> list[list[str]]:
+    """For each attack at a data position, its units that no benign data text holds.
+
+    Rows whose every unit also occurs in a benign data text give an empty
+    list: nothing in them can be told apart from data. Units are compared
+    case- and whitespace-blind.
+    """
+    is_data = at_data(positions)
+    y = np.asarray(labels)
+    benign_rows = np.flatnonzero(is_data & (y == 0))
+    benign = {_unit_key(u) for i in benign_rows for u in text_units(texts[int(i)])}
+    return [
+        [u for u in text_units(texts[int(i)]) if _unit_key(u) not in benign]
+        for i in np.flatnonzero(is_data & (y == 1))
+    ]
+
+
 def _logit(p: np.ndarray) -> np.ndarray:
     q = np.clip(np.asarray(p, dtype=np.float64), 1e-7, 1 - 1e-7)
     return np.asarray(np.log(q) - np.log1p(-q))
@@ -186,10 +224,17 @@ class DataGuard:
     ----------
     seed : int
         Seeds the draw of user turns and the head's SGD.
+    positives : {"requests", "planted", "both"}
+        What the guard learns as an instruction: the training set's user
+        turns, the units planted in its attacks at a data position (see the
+        module docstring), or both, each then weighing half the class.
     """
 
-    def __init__(self, *, seed: int = 0) -> None:
+    def __init__(self, *, seed: int = 0, positives: str = "requests") -> None:
+        if positives not in GUARD_POSITIVES:
+            raise ValueError(f"positives={positives!r}: choose one of {list(GUARD_POSITIVES)}")
         self.seed = int(seed)
+        self.positives = positives
         self.head = CharHead(seed=self.seed)
         #: (guard anchor, slope, Gate anchor): guard log-odds u map to (u - a) * slope + b.
         self.scale: tuple[float, float, float] | None = None
@@ -200,7 +245,7 @@ class DataGuard:
         positions: Sequence[str],
         labels: np.ndarray,
     ) -> dict[str, Any]:
-        """Fit the request reader on user turns against benign data units.
+        """Fit the instruction reader on user turns or planted units against benign data units.
 
         Returns what it was fitted on, for ``fit_info``; raises ``ValueError``
         when the training set has no user turn or no benign data text.
@@ -218,13 +263,50 @@ class DataGuard:
         rng = np.random.default_rng(self.seed)
         if requests.size > MAX_REQUESTS:
             requests = np.sort(rng.choice(requests, size=MAX_REQUESTS, replace=False))
-        positives = [texts[int(i)] for i in requests]
+        asks = [texts[int(i)] for i in requests]
         negatives = [u for i in benign_data for u in text_units(texts[int(i)])]
+        self._fit_units([asks], negatives)
+        info: dict[str, Any] = {"requests": len(asks), "data_units": len(negatives)}
+        if self.positives == "requests":
+            return info
+        planted = self._pick_planted(planted_candidates(texts, positions, labels))
+        if not planted:
+            if self.positives == "planted":
+                raise ValueError(
+                    "data_guard with guard_positives='planted' needs attacks at a data position "
+                    "with a unit no benign data text holds; the training set has none. Pass "
+                    "guard_positives='requests' or add such rows."
+                )
+            return info | {"planted": 0}
+        groups = [planted] if self.positives == "planted" else [asks, planted]
+        self.head = CharHead(seed=self.seed)
+        self._fit_units(groups, negatives)
+        return info | {"planted": len(planted)}
+
+    def _fit_units(self, positive_groups: list[list[str]], negatives: list[str]) -> None:
+        """Fit the head: the negatives weigh half, each group of positives an equal share."""
+        positives = [u for group in positive_groups for u in group]
         y = np.r_[np.ones(len(positives)), np.zeros(len(negatives))].astype(np.int64)
         # Each class weighs half, however many units the documents split into.
-        weight = np.where(y == 1, len(y) / (2 * len(positives)), len(y) / (2 * len(negatives)))
+        share = np.concatenate(
+            [np.full(len(g), len(y) / (2 * len(positive_groups) * len(g))) for g in positive_groups]
+        )
+        weight = np.r_[share, np.full(len(negatives), len(y) / (2 * len(negatives)))]
         self.head.fit_x(self.head.represent(positives + negatives), y, weight)
-        return {"requests": len(positives), "data_units": len(negatives)}
+
+    def _pick_planted(self, candidates: list[list[str]]) -> list[str]:
+        """Each row's most request-like candidate unit, read by the head as fitted so far."""
+        rows = [units for units in candidates if units]
+        if not rows:
+            return []
+        flat = [u for units in rows for u in units]
+        decision = self.head.decision_x(self.head.represent(flat))
+        sizes = np.array([len(units) for units in rows])
+        starts = np.cumsum(sizes) - sizes
+        return [
+            rows[k][int(np.argmax(decision[s : s + n]))]
+            for k, (s, n) in enumerate(zip(starts, sizes, strict=True))
+        ]
 
     def unit_logits(self, texts: Sequence[str]) -> np.ndarray:
         """The highest request log-odds among each text's units."""

@@ -265,6 +265,12 @@ class Gate:
         by LODO it gains on two draws of refits and costs little in
         distribution, but it flags benign data that holds requests to its
         reader (an email's "let me know") (benchmarks/RESULTS.md).
+    guard_positives : {"requests", "planted", "both"}
+        What the data guard learns as an instruction: the training set's user
+        turns (the default), the units planted in its attacks at a data
+        position, found as those no benign data text holds, or both
+        (:class:`~gatebench.gate.data_guard.DataGuard`). Read only with
+        ``data_guard=True``.
     segment_reading : bool
         Read tool results and documents a second time, line by line and
         sentence by sentence (:mod:`~gatebench.gate.segment_reading`): a text at
@@ -320,6 +326,7 @@ class Gate:
         shift_features: bool = False,
         combiner_only: Sequence[str] = (),
         data_guard: bool = False,
+        guard_positives: str = "requests",
         segment_reading: bool = True,
     ) -> None:
         if english_heads is None:
@@ -340,6 +347,7 @@ class Gate:
             routed_copies=routed_copies,
             shift_features=shift_features,
             combiner_only=combiner_only,
+            guard_positives=guard_positives,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -387,6 +395,7 @@ class Gate:
         self.shift_features = bool(shift_features)
         self.combiner_only = tuple(combiner_only)
         self.data_guard = bool(data_guard)
+        self.guard_positives = guard_positives
         self.guard: DataGuard | None = None
         self.segment_reading = bool(segment_reading)
         self._feature_cols = feature_columns(meta_features)
@@ -423,6 +432,7 @@ class Gate:
             "escalate": self.escalate,
             "judge": self.judge is not None,
             "data_guard": self.data_guard,
+            "guard_positives": self.guard_positives,
             "segment_reading": self.segment_reading,
         }
 
@@ -681,7 +691,7 @@ class Gate:
         if positions is None or valid is None or valid_positions is None:
             self.fit_info["data_guard"] = {"skipped": "fit() was given no positions"}
             return
-        guard = DataGuard(seed=self.seed)
+        guard = DataGuard(seed=self.seed, positives=self.guard_positives)
         v_texts, v_y = list(valid[0]), np.asarray(valid[1])
         benign = np.flatnonzero(v_y == 0)
         ref = np.flatnonzero(at_data(valid_positions[benign]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gatebench.gate.combiner import COMBINER_KINDS
+from gatebench.gate.data_guard import GUARD_POSITIVES
 from gatebench.gate.heads import (
     HEAD_TYPES,
     MultilingualHead,
@@ -40,6 +41,7 @@ def check_params(
     routed_copies: bool = False,
     shift_features: bool = False,
     combiner_only: Sequence[str] = (),
+    guard_positives: str = "requests",
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -65,6 +67,10 @@ def check_params(
             )
         if routed in blend_heads:
             raise ValueError(f"blend_heads={list(blend_heads)!r}: {routed!r} cannot be blended")
+    if guard_positives not in GUARD_POSITIVES:
+        raise ValueError(
+            f"guard_positives={guard_positives!r}: choose one of {list(GUARD_POSITIVES)}"
+        )
     if english_scope not in ENGLISH_SCOPES:
         raise ValueError(f"english_scope={english_scope!r}: choose one of {list(ENGLISH_SCOPES)}")
     if english_heads:

@@ -140,6 +140,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "shift_features": gate.shift_features,
         "combiner_only": list(gate.combiner_only),
         "data_guard": gate.data_guard,
+        "guard_positives": gate.guard_positives,
         "segment_reading": gate.segment_reading,
         GUARD_KEY + "_state": guard_params,
         "escalate": gate.escalate,
@@ -279,6 +280,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         shift_features=bool(meta.get("shift_features", False)),
         combiner_only=tuple(meta.get("combiner_only", ())),
         data_guard=bool(meta.get("data_guard", False)),
+        guard_positives=str(meta.get("guard_positives", "requests")),
         # A model saved before segment reading existed is scored as it was.
         segment_reading=bool(meta.get("segment_reading", False)),
         escalate=bool(meta["escalate"]),
