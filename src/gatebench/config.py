@@ -62,6 +62,7 @@ class RunConfig(BaseModel):
     assume_label: str | None = None
     source_name: str | None = None
     position_field: str | None = None
+    assume_position: str | None = None
     skip_missing: bool = False
     data_dir: Path | None = None
     trace_dir: Path | None = None
@@ -168,6 +169,7 @@ class RunConfig(BaseModel):
             "assume_label",
             "source_name",
             "position_field",
+            "assume_position",
         )
         options["files"] = {k: getattr(self, k) for k in files}
         return options

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from gatebench.cli import app
 from gatebench.data.local import FileOptions, read_files
 from gatebench.data.sources import _reading
-from gatebench.errors import DataError
+from gatebench.errors import ConfigError, DataError
 
 runner = CliRunner()
 
@@ -103,3 +103,35 @@ def test_trace_build_reads_positions_and_counts_the_bad_row(tmp_path: Path) -> N
     info = json.loads((out / "trace_info.json").read_text())
     assert info["spec"]["files"]["position_field"] is None
     assert info["per_source"]["mine"]["malformed"] == 1
+
+
+def test_assume_position_places_text_rows_without_one(tmp_path: Path) -> None:
+    src = _jsonl(tmp_path / "f.jsonl", ROWS)
+    got = read_files("mine", tmp_path, [src], FileOptions(assume_position="document"))
+    # A row's own position wins; an empty one, like a missing one, takes the assumed.
+    assert [s.position for s in got.samples] == ["tool", "document", "document", "user", "document"]
+    rows = [{"label": 0, "messages": [{"role": "user", "content": "hi there"}]}]
+    chat = read_files("mine", tmp_path, [_jsonl(tmp_path / "c.jsonl", rows)],
+                      FileOptions(assume_position="tool"))  # fmt: skip
+    assert [s.position for s in chat.samples] == ["user"]
+    with pytest.raises(ConfigError, match=r"--assume-position inbox: use one of \['user'"):
+        FileOptions(assume_position="inbox")
+
+
+def test_an_assumed_position_enters_the_trace_id_only_when_given(tmp_path: Path) -> None:
+    # Traces built before the option keep their ids; an assumed position changes it.
+    assert "assume_position" not in _reading(FileOptions())
+    src = _jsonl(tmp_path / "mine.jsonl", [{k: v for k, v in r.items() if k != "position"}
+                                           for r in ROWS[:4]])  # fmt: skip
+    ids, frames = [], []
+    for extra in ([], ["--assume-position", "document"], ["--assume-position", "tool"]):
+        out = tmp_path / f"trace{len(ids)}"
+        result = runner.invoke(app, ["trace", "build", "-s", str(src), "--out", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        ids.append(json.loads((out / "trace_info.json").read_text())["trace_id"])
+        frames.append(sorted(pq.read_table(out / "trace.parquet").column("position").to_pylist()))
+    assert len(set(ids)) == 3
+    assert frames == [["user"] * 4, ["document"] * 4, ["tool"] * 4]
+    bad = ["trace", "build", "-s", str(src), "--out", str(tmp_path / "t"), "--assume-position", "x"]
+    result = runner.invoke(app, bad)
+    assert result.exit_code == 2 and "--assume-position x: use one of" in result.output

@@ -132,3 +132,32 @@ def test_cli_score_reads_positions_and_reports_them(
         ["score", str(model_dir), str(tmp_path / "no.parquet"), "--out", str(out)],
         "no.parquet",
     )
+
+
+def test_assume_position_places_the_rows_without_one(
+    reader: tuple[Path, DataReader], tmp_path: Path
+) -> None:
+    # A file of retrieved documents is read as documents without being rewritten;
+    # a row's own position and a conversation's roles still place it.
+    model_dir, _ = reader
+    rows: list[dict[str, object]] = [
+        {"id": "plain", "text": PLANTED},
+        {"id": "null", "text": PLANTED, "position": None},
+        {"id": "user", "text": PLANTED, "position": "user"},
+        {"id": "chat", "messages": [{"role": "user", "content": PLANTED}]},
+    ]
+    src = _jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out.parquet"
+    summary = score_file(model_dir, src, out, assume_position="document")
+    assert pq.read_table(out).column("flagged").to_pylist() == [True, True, False, False]
+    assert summary["text_positions"] == {"user": 1, "tool": 0, "document": 2}
+    assert summary["input"]["assume_position"] == "document"
+    parquet = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"text": [PLANTED, PLANTED], "position": [None, "user"]}), parquet)
+    got = score_file(model_dir, parquet, tmp_path / "p.parquet", assume_position="tool")
+    assert got["text_positions"] == {"user": 1, "tool": 1, "document": 0}
+    args = ["score", str(model_dir), str(src), "--out", str(tmp_path / "cli.parquet")]
+    result = runner.invoke(app, [*args, "--assume-position", "tool"])
+    assert result.exit_code == 0, result.output
+    assert "text rows by position: user 1, tool 2, document 0" in result.output
+    fails_cleanly([*args, "--assume-position", "inbox"], "--assume-position inbox", "'document'")

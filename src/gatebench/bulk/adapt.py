@@ -155,6 +155,7 @@ def adapt(
     messages_field: str = "messages",
     id_field: str | None = None,
     position_field: str | None = None,
+    assume_position: str = "user",
     batch_rows: int = 10_000,
     executor: Executor | None = None,
     policy: ScanPolicy | None = None,
@@ -191,7 +192,8 @@ def adapt(
         Which seeded order the clusters are split in: 0 is the model's own;
         another number gives another split of the same clusters, to check
         that a gain holds on a second draw.
-    text_field, messages_field, id_field, position_field, batch_rows, executor, policy
+    text_field, messages_field, id_field, position_field, assume_position, batch_rows,
+    executor, policy
         How the sample (and the attacks) are read and scored, as
         :func:`gatebench.bulk.score_file`.
     n_jobs, data_dir, cache_dir
@@ -225,7 +227,8 @@ def adapt(
             "drop --train-attacks, or retrain the model with a label column in its files"
         )
     reading = {"text_field": text_field, "messages_field": messages_field, "id_field": id_field,
-               "position_field": position_field, "batch_rows": batch_rows}  # fmt: skip
+               "position_field": position_field, "assume_position": assume_position,
+               "batch_rows": batch_rows}  # fmt: skip
     seed = int(spec["seed"])
     benign = _split(benign_path, reading, train_share, seed, "split", split_draw)
     _enough(benign, min_prompts(target_fpr, confidence), target_fpr, confidence)

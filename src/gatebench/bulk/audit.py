@@ -239,6 +239,7 @@ def audit_file(
     messages_field: str = "messages",
     id_field: str | None = None,
     position_field: str | None = None,
+    assume_position: str = "user",
     batch_rows: int = 10_000,
     executor: Executor | None = None,
     policy: ScanPolicy | None = None,
@@ -260,7 +261,8 @@ def audit_file(
         largest first: size, distinct texts, first row/id, mean/min/max/std
         score, flagged count and share, whether decisions are mixed) and
         ``summary.json``.
-    text_field, messages_field, id_field, position_field, batch_rows, executor, policy
+    text_field, messages_field, id_field, position_field, assume_position, batch_rows,
+    executor, policy
         As for :func:`gatebench.bulk.score.score_file`. A conversation row is
         clustered by its scanned messages as ``role: content`` lines
         (:func:`gatebench.bulk.conversations.render_scanned`), the text its
@@ -295,6 +297,7 @@ def audit_file(
                 messages_field=messages_field,
                 id_field=id_field,
                 position_field=position_field,
+                assume_position=assume_position,
                 batch_rows=batch_rows,
                 executor=executor,
                 policy=policy,

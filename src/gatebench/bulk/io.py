@@ -108,6 +108,8 @@ class Partition:
     positions : list, optional
         Each row's position value as read (None where absent or null), not
         yet checked; None when the input has no position field.
+    default_position : str
+        The position of a text row that has none of its own.
     """
 
     index: int
@@ -119,6 +121,7 @@ class Partition:
     conversations: dict[int, object] = field(default_factory=dict)
     messages_field: str = "messages"
     positions: list[object] | None = None
+    default_position: str = "user"
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -141,12 +144,12 @@ class Partition:
         return out
 
     def text_positions(self) -> list[str]:
-        """Each row's position for the detector (``user`` where none is given).
+        """Each row's position for the detector (``default_position`` where none is given).
 
         Only meaningful for rows :meth:`reasons` accepts.
         """
         values = self.positions or [None] * len(self.texts)
-        return [v if v in POSITIONS else "user" for v in values]
+        return [v if v in POSITIONS else self.default_position for v in values]
 
 
 def reject_reason(text: str | None) -> str | None:
@@ -216,7 +219,10 @@ class PartitionReader:
     position_field : str, optional
         Column or key holding a text row's position. When omitted,
         ``position`` is used if present. A JSONL row without the key, and a
-        null, is a user turn.
+        null, is at ``assume_position``.
+    assume_position : str
+        The position of a text row without one of its own: ``user`` (the
+        default), ``tool`` or ``document``.
     batch_rows : int
         Rows per partition; bounds the memory a partition takes.
 
@@ -233,6 +239,8 @@ class PartitionReader:
 
     Raises
     ------
+    ConfigError
+        ``assume_position`` is not a position.
     DataError
         While iterating: neither the text nor the messages field is there, a
         text column is not strings, a messages column is not lists, or a JSONL
@@ -248,9 +256,13 @@ class PartitionReader:
         messages_field: str = "messages",
         id_field: str | None = None,
         position_field: str | None = None,
+        assume_position: str = "user",
         batch_rows: int = 10_000,
     ) -> None:
         _check_batch_rows(batch_rows)
+        if assume_position not in POSITIONS:
+            raise ConfigError(f"--assume-position {assume_position}: use one of {list(POSITIONS)}")
+        self.assume_position = assume_position
         self.path = path
         self.format = input_format(path)
         self.text_field = text_field
@@ -308,7 +320,14 @@ class PartitionReader:
                 ids = [_id_string(v) for v in batch.column(id_col).to_pylist()]
             positions = batch.column(pos_col).to_pylist() if pos_col else None
             self.position_column = pos_col
-            yield Partition(index, start, texts, ids, positions=positions)
+            yield Partition(
+                index,
+                start,
+                texts,
+                ids,
+                positions=positions,
+                default_position=self.assume_position,
+            )
             start += len(texts)
 
     def _parquet_id_column(self, names: list[str]) -> str | None:
@@ -392,6 +411,7 @@ class PartitionReader:
                 conversations,
                 messages_field,
                 positions if any(p is not None for p in positions) else None,
+                self.assume_position,
             )
 
         with path.open("rb") as fh:

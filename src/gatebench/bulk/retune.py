@@ -56,7 +56,14 @@ SCORES_FILE = "traffic-threshold/scores.parquet"
 #: The labelled attacks' per-row scores, where ``attacks_path`` is given.
 ATTACKS_FILE = "traffic-threshold/attacks.parquet"
 #: The options that say how a file is read (the rest say how it is scored).
-_READING = ("text_field", "messages_field", "id_field", "position_field", "batch_rows")
+_READING = (
+    "text_field",
+    "messages_field",
+    "id_field",
+    "position_field",
+    "assume_position",
+    "batch_rows",
+)
 
 
 def _check(model_dir: Path, out: Path, target_fpr: float, confidence: float) -> None:
@@ -80,6 +87,7 @@ def tune_threshold(
     messages_field: str = "messages",
     id_field: str | None = None,
     position_field: str | None = None,
+    assume_position: str = "user",
     batch_rows: int = 10_000,
     executor: Executor | None = None,
     policy: ScanPolicy | None = None,
@@ -102,7 +110,8 @@ def tune_threshold(
     target_fpr, confidence : float
         The upper ``confidence`` bound of the FPR on the sample's traffic must
         be at most ``target_fpr``.
-    text_field, messages_field, id_field, position_field, batch_rows, executor, policy
+    text_field, messages_field, id_field, position_field, assume_position, batch_rows,
+    executor, policy
         As :func:`gatebench.bulk.score_file`.
     attacks_path : Path, optional
         A file of attacks (your red team's, or a public set), read like the
@@ -134,7 +143,8 @@ def tune_threshold(
     meta = read_manifest(model_dir)
     reading = {
         "text_field": text_field, "messages_field": messages_field, "id_field": id_field,
-        "position_field": position_field, "batch_rows": batch_rows,
+        "position_field": position_field, "assume_position": assume_position,
+        "batch_rows": batch_rows,
     }  # fmt: skip
     # Before any scoring: a model without a rebuildable trace fails here, not after minutes.
     files = [benign_path] if attacks_path is None else [benign_path, attacks_path]

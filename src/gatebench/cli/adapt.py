@@ -27,6 +27,7 @@ from gatebench.cli.bulk import (
     reading_options,
 )
 from gatebench.cli.options import (
+    AssumePosition,
     DataDir,
     ScanRoles,
     SpanAdjacent,
@@ -92,6 +93,7 @@ def adapt(
     messages_field: MessagesField = "messages",
     id_field: IdField = None,
     position_field: PositionField = None,
+    assume_position: AssumePosition = None,
     batch_rows: BatchRows = 10_000,
     backend: BulkBackend = "local",
     scheduler: BulkScheduler = None,
@@ -102,8 +104,8 @@ def adapt(
     """Refit a model with part of your benign traffic and re-pick its threshold on the rest."""
     from gatebench.bulk.adapt import adapt as run_adapt
 
-    options = reading_options(text_field, messages_field, id_field, position_field, batch_rows,
-                       backend, scheduler, jobs, scan_roles, span_adjacent)  # fmt: skip
+    options = reading_options(text_field, messages_field, id_field, position_field, assume_position,
+                       batch_rows, backend, scheduler, jobs, scan_roles, span_adjacent)  # fmt: skip
     try:
         result = run_adapt(
             model_dir, benign_path, out, train_share=train_share, target_fpr=target_fpr,

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from gatebench.cli.options import (
+    AssumePosition,
     DataDir,
     ScanRoles,
     Seed,
@@ -71,6 +72,7 @@ def reading_options(
     messages_field: str,
     id_field: str | None,
     position_field: str | None,
+    assume_position: str | None,
     batch_rows: int,
     backend: str,
     scheduler: str | None,
@@ -86,6 +88,7 @@ def reading_options(
         "messages_field": messages_field,
         "id_field": id_field,
         "position_field": position_field,
+        "assume_position": assume_position or "user",
         "batch_rows": batch_rows,
         "executor": Executor(backend, jobs, scheduler),
         "policy": scan_policy(scan_roles, span_adjacent),
@@ -140,6 +143,7 @@ def score(
     messages_field: MessagesField = "messages",
     id_field: IdField = None,
     position_field: PositionField = None,
+    assume_position: AssumePosition = None,
     batch_rows: BatchRows = 10_000,
     backend: BulkBackend = "local",
     scheduler: BulkScheduler = None,
@@ -156,8 +160,8 @@ def score(
             model_dir,
             input_path,
             out,
-            **reading_options(text_field, messages_field, id_field, position_field, batch_rows,
-                       backend, scheduler, jobs, scan_roles, span_adjacent),
+            **reading_options(text_field, messages_field, id_field, position_field, assume_position,
+                       batch_rows, backend, scheduler, jobs, scan_roles, span_adjacent),
         )  # fmt: skip
     except GatebenchError as exc:
         fail(exc)
@@ -173,6 +177,7 @@ def audit(
     messages_field: MessagesField = "messages",
     id_field: IdField = None,
     position_field: PositionField = None,
+    assume_position: AssumePosition = None,
     batch_rows: BatchRows = 10_000,
     backend: BulkBackend = "local",
     scheduler: BulkScheduler = None,
@@ -190,8 +195,8 @@ def audit(
             model_dir,
             input_path,
             out,
-            **reading_options(text_field, messages_field, id_field, position_field, batch_rows,
-                       backend, scheduler, jobs, scan_roles, span_adjacent),
+            **reading_options(text_field, messages_field, id_field, position_field, assume_position,
+                       batch_rows, backend, scheduler, jobs, scan_roles, span_adjacent),
             seed=RunConfig().seed if seed is None else seed,
         )  # fmt: skip
     except GatebenchError as exc:
@@ -253,6 +258,7 @@ def tune_threshold(
     messages_field: MessagesField = "messages",
     id_field: IdField = None,
     position_field: PositionField = None,
+    assume_position: AssumePosition = None,
     batch_rows: BatchRows = 10_000,
     backend: BulkBackend = "local",
     scheduler: BulkScheduler = None,
@@ -270,8 +276,8 @@ def tune_threshold(
             out,
             target_fpr=target_fpr,
             confidence=confidence,
-            **reading_options(text_field, messages_field, id_field, position_field, batch_rows,
-                       backend, scheduler, jobs, scan_roles, span_adjacent),
+            **reading_options(text_field, messages_field, id_field, position_field, assume_position,
+                       batch_rows, backend, scheduler, jobs, scan_roles, span_adjacent),
             attacks_path=attacks,
             keep_overlap=keep_overlap,
             data_dir=data_dir,

@@ -13,6 +13,7 @@ from rich.table import Table
 from gatebench.cli.options import (
     AsJson,
     AssumeLabel,
+    AssumePosition,
     Caps,
     DataDir,
     FilePositionField,
@@ -131,6 +132,7 @@ def trace_build(
     id_field: IdField = None,
     group_field: GroupField = None,
     position_field: FilePositionField = None,
+    assume_position: AssumePosition = None,
     label_map: LabelMap = None,
     assume_label: AssumeLabel = None,
     source_name: SourceName = None,
@@ -153,6 +155,7 @@ def trace_build(
                 text_field, label_field, id_field, group_field, label_map, assume_label, source_name
             ),
             position_field=position_field,
+            assume_position=assume_position,
             caps=parse_caps(caps),
             roles=parse_roles(roles),
             skip_missing=skip_missing,

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from gatebench.cli.options import (
     AssumeLabel,
+    AssumePosition,
     Caps,
     DataDir,
     FilePositionField,
@@ -65,6 +66,7 @@ def evaluate(
     id_field: IdField = None,
     group_field: GroupField = None,
     position_field: FilePositionField = None,
+    assume_position: AssumePosition = None,
     label_map: LabelMap = None,
     assume_label: AssumeLabel = None,
     source_name: SourceName = None,
@@ -82,6 +84,7 @@ def evaluate(
                 text_field, label_field, id_field, group_field, label_map, assume_label, source_name
             ),
             position_field=position_field,
+            assume_position=assume_position,
         )
         root = RunConfig().seed if seed is None else seed
         if detector is not None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AsJson",
     "AssumeLabel",
+    "AssumePosition",
     "Caps",
     "DataDir",
     "Embedded",
@@ -184,6 +185,14 @@ LabelMap = Annotated[
     typer.Option(
         "--label-map",
         help="VALUE=attack|benign for a label value of your files beyond the built-in forms.",
+    ),
+]
+AssumePosition = Annotated[
+    str | None,
+    typer.Option(
+        "--assume-position",
+        help="user, tool or document: the position of every text row of your files that "
+        "has none of its own (default: a user turn).",
     ),
 ]
 AssumeLabel = Annotated[

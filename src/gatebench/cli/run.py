@@ -16,6 +16,7 @@ from rich.table import Table
 from gatebench.cli.options import (
     AsJson,
     AssumeLabel,
+    AssumePosition,
     Caps,
     DataDir,
     Documents,
@@ -62,6 +63,7 @@ def run(
     id_field: IdField = None,
     group_field: GroupField = None,
     position_field: FilePositionField = None,
+    assume_position: AssumePosition = None,
     label_map: LabelMap = None,
     assume_label: AssumeLabel = None,
     source_name: SourceName = None,
@@ -125,6 +127,7 @@ def run(
                 text_field, label_field, id_field, group_field, label_map, assume_label, source_name
             ),
             position_field=position_field,
+            assume_position=assume_position,
             caps=parse_caps(caps) or None,
             roles=parse_roles(roles) or None,
             embedded=embedded,
@@ -263,6 +266,7 @@ def train(
     id_field: IdField = None,
     group_field: GroupField = None,
     position_field: FilePositionField = None,
+    assume_position: AssumePosition = None,
     label_map: LabelMap = None,
     assume_label: AssumeLabel = None,
     source_name: SourceName = None,
@@ -303,6 +307,7 @@ def train(
                 text_field, label_field, id_field, group_field, label_map, assume_label, source_name
             ),
             position_field=position_field,
+            assume_position=assume_position,
             caps=parse_caps(caps) or None,
             roles=parse_roles(roles) or None,
             embedded=embedded,

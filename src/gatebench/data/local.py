@@ -8,7 +8,9 @@ long prompt, and its position is the most indirect one it holds (a tool
 result, else a document, else a user turn). A text row takes its position
 from a ``position`` column (``user``, ``tool`` or ``document``; empty: a user
 turn), or the column ``--position-field`` names, so that a file of tool
-results is evaluated as tool results.
+results is evaluated as tool results. ``--assume-position`` places every text
+row that has no position of its own: a file of retrieved documents need not
+be rewritten to be read as documents.
 
 The columns and the label spellings are options, not guesses: the defaults
 (``text``, ``label``) and the label table of :mod:`gatebench.data.labels`
@@ -49,7 +51,9 @@ class FileOptions:
     ``assume_label`` (``attack`` or ``benign``) labels every row of a file
     that has no label column, which is then scored for recall or FPR only.
     ``position_field`` names the column of each text row's position (default:
-    ``position``, when the file has one).
+    ``position``, when the file has one); ``assume_position`` is the position
+    of a text row without one (default: a user turn). A conversation's
+    messages place it, whatever either says.
     """
 
     text_field: str = "text"
@@ -60,6 +64,7 @@ class FileOptions:
     assume_label: str | None = None
     source_name: str | None = None
     position_field: str | None = None
+    assume_position: str | None = None
 
     def __post_init__(self) -> None:
         for value, label in self.label_map.items():
@@ -69,6 +74,10 @@ class FileOptions:
                 )
         if self.assume_label not in (None, *_LABELS):
             raise ConfigError(f"--assume-label {self.assume_label}: use attack or benign")
+        if self.assume_position not in (None, *POSITIONS):
+            raise ConfigError(
+                f"--assume-position {self.assume_position}: use one of {list(POSITIONS)}"
+            )
         if self.assume_label and self.label_map:
             raise ConfigError("--label-map reads a label column; --assume-label says there is none")
 
@@ -183,6 +192,8 @@ def read_files(name: str, root: Path, files: list[Path], options: FileOptions) -
             parent = None if _blank(group) else f"group:{group}"
             given = None if placed is None or _blank(row.get(placed)) else row.get(placed)
             text, position = row.get(options.text_field), given
+            if given is None and options.text_field in table.columns:
+                position = options.assume_position
             if options.text_field not in table.columns:
                 if given is not None:
                     sink.reject(

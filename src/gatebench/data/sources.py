@@ -97,9 +97,13 @@ def _reading(options: FileOptions) -> dict[str, object]:
 
     The default column is named too: a file that has it reads differently now
     than before positions were read, so its trace id (and any cached trace)
-    must change with it.
+    must change with it. An ``assume_position`` left unset is left out, so
+    that the ids of traces built before the option existed still hold.
     """
-    return {**asdict(options), "position_field": options.position_field or POSITION}
+    reading = {**asdict(options), "position_field": options.position_field or POSITION}
+    if reading["assume_position"] is None:
+        del reading["assume_position"]
+    return reading
 
 
 def _register(path: Path, options: FileOptions, name: str) -> str:
