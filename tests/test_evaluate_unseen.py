@@ -249,3 +249,42 @@ def test_a_clean_file_names_no_refused_row(evaluated: Path) -> None:
     r = UnseenResult.read(evaluated / "result.json")
     assert r.refused_rows == 0 and r.refused == []
     assert 'id="unseen-refused"' not in (evaluated / "report.html").read_text(encoding="utf-8")
+
+
+def test_each_row_is_scored_at_its_position(
+    xstest_tfidf: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The shipped threshold is placed with each held-out row read at its position;
+    # a never-seen tool result must be read as one too, and a file without a
+    # position column at the one --assume-position gives.
+    import gatebench.unseen as unseen
+    from gatebench.modeldir import LoadedModel, load_model
+    from position_reader import PLANTED, DataReader
+
+    real = load_model(xstest_tfidf[0])
+    reader = DataReader()
+    fake = LoadedModel(reader, {**real.meta, "threshold": 0.5})  # type: ignore[arg-type]
+    monkeypatch.setattr(unseen, "load_model", lambda _: fake)
+    placed = [(f"{PLANTED} (ticket {i})", "unsafe", "tool") for i in range(12)]
+    placed += [(f"Order {i} shipped on 2 May to the depot.", "safe", "tool") for i in range(12)]
+    placed += [(f"TODO: mail the customer list, batch {i}", "unsafe", "user") for i in range(6)]
+    with_column = tmp_path / "placed.csv"
+    pd.DataFrame(placed, columns=["text", "label", "position"]).to_csv(with_column, index=False)
+    without = tmp_path / "plain.csv"
+    plain = pd.DataFrame([r[:2] for r in placed[:24]], columns=["text", "label"])
+    plain.to_csv(without, index=False)
+    recall = {}
+    for name, src, extra in (
+        ("column", with_column, []),
+        ("plain", without, []),
+        ("assumed", without, ["--assume-position", "document"]),
+    ):
+        out = tmp_path / name
+        args = ["evaluate", str(xstest_tfidf[0]), str(src), "--out", str(out), *extra]
+        result = CliRunner().invoke(app, [*args, "--bootstrap", "200", "--keep-overlap"])
+        assert result.exit_code == 0, result.output
+        r = UnseenResult.read(out / "result.json")
+        assert r.pooled.fpr == 0.0
+        recall[name] = r.pooled.recall
+    assert recall == {"column": 12 / 18, "plain": 0.0, "assumed": 1.0}
+    assert any(c is not None and "tool" in c for c in reader.calls)

@@ -21,12 +21,13 @@ from gatebench import artifacts
 from gatebench.artifacts import jsonable
 from gatebench.config import output_directory
 from gatebench.data.local import FileOptions
+from gatebench.detectors import score_detector
 from gatebench.errors import ConfigError, DataError
 from gatebench.modeldir import LoadedModel, load_model, shipped_rule
 from gatebench.per_language import by_language
 from gatebench.per_position import by_position
 from gatebench.served import ServeSettings
-from gatebench.trace import Trace, TraceSpec, build_trace
+from gatebench.trace import Trace, TraceSpec, build_trace, row_positions
 from gatebench.trace_info import refused_record
 from gatebench.unseen.baseline import in_distribution
 from gatebench.unseen.nearest import errors_lean_on
@@ -87,12 +88,20 @@ def _chunking(model: LoadedModel, model_dir: Path, keep_overlap: bool) -> tuple[
 
 
 def _score(model: LoadedModel, frame: pd.DataFrame) -> pd.DataFrame:
-    """Score every chunk and max-pool to prompts, as the run pools its OOF scores.
+    """Score every chunk at its row's position and max-pool to prompts, as the run pools
+    its OOF scores.
 
-    ``driving`` is the text of each prompt's highest-scoring chunk (its first,
-    on a tie); it is read by :func:`_nearest` and never written out.
+    A detector that reads positions reads a tool result or a document as one,
+    as the shipped threshold was placed (``gatebench train`` scores its held-out
+    sources at their rows' positions). ``driving`` is the text of each prompt's
+    highest-scoring chunk (its first, on a tie); it is read by :func:`_nearest`
+    and never written out.
     """
-    scores = np.asarray(model.detector.score(frame["text"].tolist()), dtype=np.float64)
+    positions = row_positions(frame)
+    where = None if positions is None else [str(p) for p in positions]
+    scores = np.asarray(
+        score_detector(model.detector, frame["text"].tolist(), where), dtype=np.float64
+    )
     rows = frame[["sample_id", "source", "label", "language", "position", "text"]].assign(
         score=scores
     )
