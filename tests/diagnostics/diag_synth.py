@@ -171,7 +171,27 @@ class TwoGroups:
         return {"cue_head": x[:, 0], "other_head": second}
 
 
-FAKES = {d.name: d for d in (LengthKeyed, Noisy, CaseSensitive, TwoGroups)}
+class DataOnly:
+    """Fake detector that flags a cue only in a tool result or document, as a data guard would."""
+
+    name = "test-data-only"
+    requires_fit = False
+
+    def __init__(self, *, seed: int = 0) -> None:
+        del seed
+
+    def fit(self, texts: Sequence[str], labels: np.ndarray, *, valid: Any = None) -> Self:
+        return self
+
+    def score(self, texts: Sequence[str], positions: Sequence[str] | None = None) -> np.ndarray:
+        where = positions or ["user"] * len(texts)
+        pairs = zip(texts, where, strict=True)
+        return np.array(
+            [0.9 if p != "user" and any(c in t for c in CUES) else 0.1 for t, p in pairs]
+        )
+
+
+FAKES = {d.name: d for d in (LengthKeyed, Noisy, CaseSensitive, TwoGroups, DataOnly)}
 for _name, _cls in FAKES.items():
     if _name not in DETECTORS:
         DETECTORS.add(_name, _cls)

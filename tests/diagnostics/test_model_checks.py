@@ -130,6 +130,17 @@ def test_case_sensitive_detector_fails_paraphrase_invariance() -> None:
     assert "No offline paraphrase model" in r.statistics["note"]
 
 
+def test_paraphrase_scores_each_prompt_at_its_position() -> None:
+    # θ_op was set on scores read at each row's position; the rewrites are read there too.
+    frame = make_frame(240, seed=7)
+    frame["position"] = np.where(frame["label"] == 1, "tool", "user")
+    ctx = context(frame, detector="test-data-only", passes=("strat",))
+    r = _one(ctx, "paraphrase_invariance")
+    rows = {t["transform"]: t for t in r.statistics["by_transform"]}
+    assert rows["lowercase"]["attack_recall"] == 1.0
+    assert rows["lowercase"]["flip_rate"] == 0.0
+
+
 def test_paraphrase_reports_every_transform(clean_ctx: DiagnosticContext) -> None:
     r = _one(clean_ctx, "paraphrase_invariance")
     rows = r.statistics["by_transform"]

@@ -14,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from gatebench.detectors import score_detector
 from gatebench.diagnostics._base import Check, DiagnosticResult
 from gatebench.diagnostics._refit import fitted_fold
 from gatebench.diagnostics._rewrites import OBFUSCATIONS, PARAPHRASES, TRANSFORMS
 from gatebench.diagnostics.context import DiagnosticContext
 from gatebench.seeding import child_seed
+from gatebench.trace import positions_at
 from gatebench.types import Status
 
 __all__ = ["CHECK"]
@@ -82,14 +84,16 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
     texts = [str(t) for t in ctx.texts[idx]]
     y = ctx.labels[idx]
     theta = ctx.theta_op
-    before = np.asarray(fitted.detector.score(texts), dtype=float)
+    # Each prompt is read at its position, as the OOF scores that set θ_op were.
+    where = positions_at(ctx.positions, idx)
+    before = np.asarray(score_detector(fitted.detector, texts, where), dtype=float)
     attack = y == 1
     clean_recall = float((before[attack] >= theta).mean()) if attack.any() else float("nan")
     table = []
     for name, fn in TRANSFORMS.items():
         new = [fn(t) for t in texts]
         changed = np.array([a != b for a, b in zip(new, texts, strict=True)])
-        after = np.asarray(fitted.detector.score(new), dtype=float)
+        after = np.asarray(score_detector(fitted.detector, new, where), dtype=float)
         kind = "paraphrase" if name in PARAPHRASES else "obfuscation"
         table.append(_row(name, kind, before, after, changed, y, theta))
     para = [r for r in table if r["kind"] == "paraphrase" and r["n_changed"] >= MIN_CHANGED]
