@@ -24,6 +24,13 @@ at least ``--min-segments`` segments (shorter rows keep their score):
 serialised data, :func:`lodo_kinds.data_like`, as Gate would have to guess for
 a caller who passes none) or ``either``.
 
+``--align-positions Q`` then moves the log-odds of the data rows (as
+``--data-by`` says) so that their inner-valid benign ``Q`` quantile lands on
+that of all inner-valid benign rows, as ``lodo_kinds.py --kinds position``
+does, before the threshold is placed: the benign data texts that segments
+raise no longer set the threshold for user turns. ``--user-threshold``
+places it on the inner-valid user turns alone, and reads every row at it.
+
 ``--min-words W`` leaves segments of fewer than ``W`` plain words
 (:func:`gatebench.gate.segment_reading.plain_words`) unread. Gate's
 ``segment_reading`` is ``window-doc --min-words 3``: this script and Gate
@@ -33,7 +40,8 @@ Usage::
 
     GATEBENCH_DATA=../shared/datasets .venv/bin/python benchmarks/lodo_segment_rules.py \\
         runs/scores-segments --rules none window-doc --min-words 3 \\
-        [--data-by position|shape|either] [--json FILE]
+        [--data-by position|shape|either] [--align-positions Q] [--user-threshold]
+        [--json FILE]
 """
 
 from __future__ import annotations
@@ -44,7 +52,8 @@ from pathlib import Path
 
 import numpy as np
 from bench_generalisation import held_units, refit_row, summarise, trace_frame
-from lodo_kinds import data_like
+from lodo_kinds import data_like, kind_shifts
+from scipy.special import expit, logit
 
 from gatebench.gate.segment_reading import plain_words
 from gatebench.gate.topic_shift import segments
@@ -97,6 +106,17 @@ def rescore(
     return np.where(lone, np.maximum(p, first), p)
 
 
+def _aligned(
+    pv: np.ndarray, pt: np.ndarray, yv: np.ndarray, dv: np.ndarray, dt: np.ndarray, q: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Valid and test scores with the data rows moved by the valid rows' per-kind shift."""
+    lv, lt = logit(np.clip(pv, 1e-9, 1 - 1e-9)), logit(np.clip(pt, 1e-9, 1 - 1e-9))
+    shift = kind_shifts(lv, yv, dv.astype(np.int64), q, min_benign=50)
+    return expit(lv + np.where(dv, shift.get(1, 0.0), 0.0)), expit(
+        lt + np.where(dt, shift.get(1, 0.0), 0.0)
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path)
@@ -113,6 +133,16 @@ def main() -> None:
         choices=("position", "shape", "either"),
         default="position",
         help="what makes a row a tool result or document: its position, its text's shape, either",
+    )
+    ap.add_argument(
+        "--align-positions",
+        type=float,
+        help="move data rows' log-odds so their valid benign quantile Q matches all benign rows'",
+    )
+    ap.add_argument(
+        "--user-threshold",
+        action="store_true",
+        help="place each refit's threshold on its inner-valid user turns only",
     )
     ap.add_argument("--json", type=Path, help="write every rule's refit rows here")
     args = ap.parse_args()
@@ -162,6 +192,11 @@ def main() -> None:
                 args.min_segments,
                 level,
             )
+            if args.align_positions is not None:
+                pv, pt = _aligned(pv, pt, y[iv], in_doc[iv], in_doc[test], args.align_positions)
+            if args.user_threshold:
+                user = ~in_doc[iv]
+                iv, pv = iv[user], pv[user]
             rows.append(refit_row(name, units[name], frame, iv, pv, test, pt))
         summary = summarise(rows)
         report[rule] = rows
