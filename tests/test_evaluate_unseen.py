@@ -273,7 +273,7 @@ def test_each_row_is_scored_at_its_position(
     without = tmp_path / "plain.csv"
     plain = pd.DataFrame([r[:2] for r in placed[:24]], columns=["text", "label"])
     plain.to_csv(without, index=False)
-    recall = {}
+    recall, said = {}, {}
     for name, src, extra in (
         ("column", with_column, []),
         ("plain", without, []),
@@ -286,5 +286,11 @@ def test_each_row_is_scored_at_its_position(
         r = UnseenResult.read(out / "result.json")
         assert r.pooled.fpr == 0.0
         recall[name] = r.pooled.recall
+        said[name] = " ".join(result.output.split())
     assert recall == {"column": 12 / 18, "plain": 0.0, "assumed": 1.0}
+    assert (
+        "by position: tool 24 (recall 100.00%, FPR 0.00%); user 6 (too few to rate)"
+        in (said["column"])
+    )
+    assert "by position" not in said["plain"]
     assert any(c is not None and "tool" in c for c in reader.calls)

@@ -157,8 +157,29 @@ def _print(r: UnseenResult, out: Path) -> None:
             "the training trace already holds",
             highlight=False,
         )
+    _print_positions(r)
     print_note(r.refused_note(str(out / "manifest.json")))
     _print_nearest(r)
+
+
+def _print_positions(r: UnseenResult) -> None:
+    """Recall and FPR by position, when some rows were read as tool results or documents.
+
+    A position with too few prompts for rates is named with its count.
+    """
+    placed = [row.position for row in r.by_position] + list(r.by_position_skipped)
+    if all(position == "user" for position in placed):
+        return
+    parts = []
+    for row in r.by_position:
+        rates = [
+            f"{name} {fmt_pct(value)}"
+            for name, value in (("recall", row.recall), ("FPR", row.fpr))
+            if value is not None
+        ]
+        parts.append(f"{row.position} {row.n:,} ({', '.join(rates)})")
+    parts += [f"{p} {n:,} (too few to rate)" for p, n in r.by_position_skipped.items()]
+    console.print("by position: " + "; ".join(parts), highlight=False)
 
 
 #: Training sources listed per kind of error (the report lists them all).
