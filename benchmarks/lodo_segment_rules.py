@@ -17,7 +17,10 @@ at least ``--min-segments`` segments (shorter rows keep their score):
 - ``window-min:K``: as ``window-doc``, and for any row of at least ``K`` segments;
 - ``lone:C``: the highest segment's score counts only when every other segment
   scores below ``C``: a lone spike among benign sentences;
-- ``lone-doc:C``: as ``lone:C``, for rows in a tool result or document only.
+- ``lone-doc:C``: as ``lone:C``, for rows in a tool result or document only;
+- ``window-doc-n:C``: as ``window-doc``, the top segment's log-odds lowered by
+  ``C`` times the log of a third of the segments read: the highest of many
+  benign sentences is higher than the highest of few.
 
 ``--data-by`` says which rows count as tool results or documents: ``position``
 (the trace's, as a caller who passes positions), ``shape`` (the text reads as
@@ -86,6 +89,15 @@ def rescore(
         return p
     first, second = _top_two(seg, counts)
     eligible = counts >= min_segments
+    if rule.startswith("window-doc-n:"):
+        # The top of n benign segments grows with n: discount it by the log of
+        # the segments read (a segment too short to read scores 0 here).
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+        read = np.add.reduceat(seg > 0, starts) if len(seg) else np.zeros(len(counts))
+        read = np.where(counts > 0, read, 0)
+        cut = float(rule.partition(":")[2]) * np.log(np.maximum(read, 3) / 3)
+        moved = expit(logit(np.clip(first, 1e-9, 1 - 1e-9)) - cut)
+        return np.where(eligible & in_doc, np.maximum(p, np.where(first > 0, moved, 0.0)), p)
     if rule.startswith("window-doc-q:"):
         raised = eligible & in_doc & (first >= level)
         return np.where(raised, np.maximum(p, first), p)
