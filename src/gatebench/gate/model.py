@@ -67,6 +67,7 @@ from gatebench.gate.judge import LLMJudge
 from gatebench.gate.multilingual import MultilingualEncoder
 from gatebench.gate.params import check_params
 from gatebench.gate.persist import open_gate, save_gate
+from gatebench.gate.segment_negatives import hard_segments
 from gatebench.gate.segment_reading import SegmentReading, read_segments
 from gatebench.gate.static_embed import StaticEmbedder, distill_static
 from gatebench.gate.training import fit_gate, holdout_rows
@@ -271,6 +272,12 @@ class Gate:
         position, found as those no benign data text holds, or both
         (:class:`~gatebench.gate.data_guard.DataGuard`). Read only with
         ``data_guard=True``.
+    segment_negatives : int
+        Teach the heads, as benign, up to this many segments of benign
+        training tool results and documents: each one's segment that a fast
+        char n-gram reader scores highest (:mod:`~gatebench.gate.segment_negatives`),
+        so that segment reading raises fewer benign data texts past the
+        threshold. Needs ``fit(..., positions=...)``. 0 (the default) adds none.
     segment_reading : bool
         Read tool results and documents a second time, line by line and
         sentence by sentence (:mod:`~gatebench.gate.segment_reading`): a text at
@@ -327,6 +334,7 @@ class Gate:
         combiner_only: Sequence[str] = (),
         data_guard: bool = False,
         guard_positives: str = "requests",
+        segment_negatives: int = 0,
         segment_reading: bool = True,
     ) -> None:
         if english_heads is None:
@@ -396,6 +404,16 @@ class Gate:
         self.combiner_only = tuple(combiner_only)
         self.data_guard = bool(data_guard)
         self.guard_positives = guard_positives
+        if (
+            isinstance(segment_negatives, bool)
+            or int(segment_negatives) != segment_negatives
+            or (segment_negatives < 0)
+        ):
+            raise ValueError(
+                f"segment_negatives={segment_negatives!r}: give a whole number of segments >= 0 "
+                "(0: none)"
+            )
+        self.segment_negatives = int(segment_negatives)
         self.guard: DataGuard | None = None
         self.segment_reading = bool(segment_reading)
         self._feature_cols = feature_columns(meta_features)
@@ -433,6 +451,7 @@ class Gate:
             "judge": self.judge is not None,
             "data_guard": self.data_guard,
             "guard_positives": self.guard_positives,
+            "segment_negatives": self.segment_negatives,
             "segment_reading": self.segment_reading,
         }
 
@@ -629,6 +648,9 @@ class Gate:
                 )
             else:
                 v_pos = check_positions(valid_positions, len(valid[0]), "valid_positions")
+        n_given = len(texts)
+        if self.segment_negatives and pos is not None:
+            texts, labels, sources, pos = self._with_hard_segments(texts, labels, sources, pos)
         kept = self._guard_only(pos, labels, sources, valid, v_pos, v_src)
         if kept is None:
             fit_gate(self, texts, labels, valid, sources)
@@ -646,10 +668,33 @@ class Gate:
                 "train": len(texts) - len(tr),
                 "valid": len(valid[0]) - len(va),
             }
+        if self.segment_negatives:
+            self.fit_info["segment_negatives"] = {"added": len(texts) - n_given}
         self.guard = None
         if self.data_guard:
             self._fit_guard(list(texts), np.asarray(labels), pos, valid, v_pos, v_src)
         return self
+
+    def _with_hard_segments(
+        self,
+        texts: Sequence[str],
+        labels: np.ndarray,
+        sources: Sequence[str] | None,
+        positions: np.ndarray,
+    ) -> tuple[list[str], np.ndarray, list[str] | None, np.ndarray]:
+        """The training rows with the benign data texts' hardest segments added as benign rows.
+
+        Each added row keeps its text's source and position.
+        """
+        rows, found = hard_segments(
+            texts, labels, positions, limit=self.segment_negatives, seed=self.seed
+        )
+        return (
+            [*texts, *found],
+            np.r_[np.asarray(labels), np.zeros(len(found), dtype=np.asarray(labels).dtype)],
+            None if sources is None else [*sources, *(sources[i] for i in rows)],
+            np.r_[positions, positions[rows]],
+        )
 
     def _guard_only(
         self,

@@ -141,6 +141,7 @@ def save_gate(gate: Gate, path: Path) -> Path:
         "combiner_only": list(gate.combiner_only),
         "data_guard": gate.data_guard,
         "guard_positives": gate.guard_positives,
+        "segment_negatives": gate.segment_negatives,
         "segment_reading": gate.segment_reading,
         GUARD_KEY + "_state": guard_params,
         "escalate": gate.escalate,
@@ -281,6 +282,7 @@ def load_gate(path: Path, gate_cls: type[Gate]) -> Gate:
         combiner_only=tuple(meta.get("combiner_only", ())),
         data_guard=bool(meta.get("data_guard", False)),
         guard_positives=str(meta.get("guard_positives", "requests")),
+        segment_negatives=int(meta.get("segment_negatives", 0)),
         # A model saved before segment reading existed is scored as it was.
         segment_reading=bool(meta.get("segment_reading", False)),
         escalate=bool(meta["escalate"]),
