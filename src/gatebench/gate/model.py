@@ -356,6 +356,7 @@ class Gate:
             shift_features=shift_features,
             combiner_only=combiner_only,
             guard_positives=guard_positives,
+            segment_negatives=segment_negatives,
         )
         self.seed = int(seed)
         self.head_names = tuple(heads)
@@ -404,15 +405,6 @@ class Gate:
         self.combiner_only = tuple(combiner_only)
         self.data_guard = bool(data_guard)
         self.guard_positives = guard_positives
-        if (
-            isinstance(segment_negatives, bool)
-            or int(segment_negatives) != segment_negatives
-            or (segment_negatives < 0)
-        ):
-            raise ValueError(
-                f"segment_negatives={segment_negatives!r}: give a whole number of segments >= 0 "
-                "(0: none)"
-            )
         self.segment_negatives = int(segment_negatives)
         self.guard: DataGuard | None = None
         self.segment_reading = bool(segment_reading)

@@ -42,6 +42,7 @@ def check_params(
     shift_features: bool = False,
     combiner_only: Sequence[str] = (),
     guard_positives: str = "requests",
+    segment_negatives: int = 0,
 ) -> None:
     """Raise :class:`ValueError` for the first setting Gate cannot use (see :class:`Gate`)."""
     unknown = [h for h in heads if h not in HEAD_TYPES]
@@ -119,6 +120,13 @@ def check_params(
         raise ValueError(f"balance={balance!r} must be in [0, 1], e.g. 0.5 (0: off)")
     if not 0.0 <= hard_rows <= 100.0:
         raise ValueError(f"hard_rows={hard_rows!r} must be in [0, 100], e.g. 2 (0: off)")
+    if isinstance(segment_negatives, bool) or not (
+        int(segment_negatives) == segment_negatives >= 0
+    ):
+        raise ValueError(
+            f"segment_negatives={segment_negatives!r}: give a whole number of segments >= 0 "
+            "(0: none)"
+        )
     if combine == "blend" and (
         not blend_heads or set(blend_heads) - set(heads) or NeighbourHead.name in blend_heads
     ):

@@ -64,16 +64,17 @@ def hard_segments(
         return np.empty(0, dtype=np.int64), []
     reader = CharHead(seed=seed).fit(texts, y)
     reading = read_segments(reader.score, texts, np.zeros(len(texts)), benign_data)
-    found = [(float(reading.scores[i]), int(i)) for i in benign_data if reading.segment[i]]
-    found.sort(key=lambda pair: (-pair[0], pair[1]))
+    hardest_first = sorted(
+        (i for i in map(int, benign_data) if reading.segment[i]),
+        key=lambda i: (-float(reading.scores[i]), i),
+    )
     rows: list[int] = []
-    seen: set[str] = set()
-    for _, i in found:
-        segment = reading.segment[i]
-        assert segment is not None
-        if segment not in seen:
-            seen.add(segment)
+    picked: dict[str, None] = {}  # distinct segments, in the order they were taken
+    for i in hardest_first:
+        segment = str(reading.segment[i])
+        if segment not in picked:
+            picked[segment] = None
             rows.append(i)
-        if len(rows) == limit:
-            break
-    return np.asarray(rows, dtype=np.int64), [str(reading.segment[i]) for i in rows]
+            if len(rows) == limit:
+                break
+    return np.asarray(rows, dtype=np.int64), list(picked)
