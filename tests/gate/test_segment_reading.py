@@ -110,6 +110,12 @@ def test_gate_reads_segments_of_data_texts_only(gate_kw, dataset, tmp_path) -> N
     scores, stages, ms = gate.score_stages(probe, positions=["document", "user", "tool"])
     assert np.array_equal(scores, read) and "segments" in ms
     assert stages[0] == "segment" and stages[1] != "segment"
+    # Hard labels read the same positions: the diluted document is flagged only as one.
+    gate.threshold = 0.5
+    assert gate.predict(probe, positions=["document", "user", "tool"]).tolist() == (
+        (read >= 0.5).tolist()
+    )
+    assert not gate.predict(probe)[0] and gate.predict(probe, ["document"] * 3)[0]
     gate.save(tmp_path / "m")
     loaded = Gate.load(tmp_path / "m")
     assert loaded.segment_reading

@@ -1,4 +1,4 @@
-"""Plain functions behind ``gatebench detect``, and Gate fitted straight from a trace frame.
+"""Gate fitted straight from a trace frame, with its operating point: ``train_model``.
 
 ``train_model`` follows the harness's own rules for the operating point: it
 cross-fits Gate over the trace (StratifiedKFold, fresh model per fold, inner
@@ -12,8 +12,6 @@ here is weighted like one from ``gatebench train`` (which goes through
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ import pandas as pd
 from gatebench.gate.model import Gate
 from gatebench.trace import row_positions
 
-__all__ = ["detect", "read_texts", "train_model"]
+__all__ = ["train_model"]
 
 
 def train_model(
@@ -118,57 +116,3 @@ def train_model(
     path = final.save(out_dir, trace_id=trace_id)
     summary.update(model_dir=str(path), fit_info=final.fit_info)
     return summary
-
-
-def read_texts(source: str | Path | None, *, text_field: str = "text") -> list[str]:
-    """Texts from a JSONL file (one object per line, ``text_field`` read) or plain lines.
-
-    ``None`` or ``"-"`` reads standard input. A line that is a JSON object
-    contributes its ``text_field``; any other line is taken verbatim.
-    """
-    import sys
-
-    lines: Iterable[str]
-    if source is None or str(source) == "-":
-        lines = sys.stdin.read().splitlines()
-    else:
-        lines = Path(source).read_text(encoding="utf-8").splitlines()
-    out = []
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict):
-            if text_field not in obj:
-                raise ValueError(f"JSONL line has no {text_field!r} field: {line[:80]!r}")
-            out.append(str(obj[text_field]))
-        else:
-            out.append(line)
-    return out
-
-
-def detect(model_dir: Path | str | Gate, texts: Sequence[str]) -> list[dict[str, Any]]:
-    """Score texts with a saved model: one dict per text.
-
-    Each dict has ``score`` (P(attack)), ``flagged`` (score at or above the
-    recorded threshold; ``None`` when the model has no threshold),
-    ``threshold`` and ``stage`` (``"fast"`` or ``"deferred"``).
-    """
-    gate = model_dir if isinstance(model_dir, Gate) else Gate.load(model_dir)
-    results = []
-    for text in texts:
-        before = gate.stats["fast_exit"]
-        score = float(gate.score([text])[0])
-        stage = "fast" if gate.stats["fast_exit"] > before else "deferred"
-        results.append(
-            {
-                "score": score,
-                "flagged": None if gate.threshold is None else bool(score >= gate.threshold),
-                "threshold": gate.threshold,
-                "stage": stage,
-            }
-        )
-    return results

@@ -880,11 +880,16 @@ class Gate:
                 ms["guard"] = (time.perf_counter() - t0) * 1000.0
         return StagedScores(out, stages, ms, drivers)
 
-    def predict(self, texts: Sequence[str]) -> np.ndarray:
-        """Hard labels at the recorded operating threshold (``score >= threshold``)."""
+    def predict(self, texts: Sequence[str], positions: Sequence[str] | None = None) -> np.ndarray:
+        """Hard labels at the recorded operating threshold (``score >= threshold``).
+
+        ``positions`` as in :meth:`score`: the threshold was placed on scores
+        read at each row's position, so a tool result or document labelled
+        without its position is read whole, as a user turn.
+        """
         if self.threshold is None:
             raise RuntimeError("no operating threshold recorded; pass threshold= or set .threshold")
-        return self.score(texts) >= self.threshold
+        return self.score(texts, positions) >= self.threshold
 
     def score_messages(
         self, messages: object, *, policy: ScanPolicy | str | None = None
