@@ -4,7 +4,8 @@ Rebuilds the :class:`~gatebench.diagnostics.DiagnosticContext` of a run
 directory from its manifest, the cached trace and the run's fold checkpoints
 (so no fold is refitted to build it), then times ``run_diagnostics`` for the
 cheap tier (median of ``--repeats``) and for ``all`` (``--repeats-all``),
-and prints one line per check. ``--out`` writes the results as JSON.
+and prints one line per check. ``--only`` runs the named checks alone, as
+the ``all`` tier would. ``--out`` writes the results as JSON.
 
 Run (after ``gatebench run --out /tmp/run-full`` on the default trace)::
 
@@ -24,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from gatebench.artifacts import read_json
-from gatebench.data import get_loader
 from gatebench.detectors import DetectorSpec
 from gatebench.diagnostics import DiagnosticContext, build_context, run_diagnostics
 from gatebench.parallel import Executor
 from gatebench.trace import load_trace
+from gatebench.types import Family
 
 
 def context_from_run(run_dir: Path, *, cache_root: Path, n_jobs: int | None) -> DiagnosticContext:
@@ -37,8 +38,10 @@ def context_from_run(run_dir: Path, *, cache_root: Path, n_jobs: int | None) -> 
     cfg = manifest["config"]
     trace_id = manifest["trace"]["trace_id"]
     trace = load_trace(cache_root / f"trace-{trace_id[:16]}")
-    sources = trace.frame["source"].unique()
-    primary = {n: str(get_loader(n).card.primary_metric) for n in sources}
+    # From the trace's family column, as the run took them: constructed rows (twins) and a
+    # user's file have no loader to ask.
+    family = trace.frame.drop_duplicates("source").set_index("source")["family"]
+    primary = {n: str(Family(f).primary_metric) for n, f in family.items()}
     return build_context(
         trace.frame,
         DetectorSpec(cfg["detector"], cfg["detector_params"]),
@@ -54,10 +57,12 @@ def context_from_run(run_dir: Path, *, cache_root: Path, n_jobs: int | None) -> 
     )
 
 
-def _time(ctx: DiagnosticContext, tier: str) -> tuple[float, list[Any]]:
+def _time(
+    ctx: DiagnosticContext, tier: str, names: list[str] | None = None
+) -> tuple[float, list[Any]]:
     ctx.cache.clear()  # every repeat pays for its own refits
     t0 = time.perf_counter()
-    results = run_diagnostics(ctx, tier)
+    results = run_diagnostics(ctx, tier, names=names)
     return time.perf_counter() - t0, results
 
 
@@ -70,18 +75,22 @@ def main() -> None:
     parser.add_argument("--repeats-all", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--only", nargs="+", default=None, help="these checks alone")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
     ctx = context_from_run(args.run_dir, cache_root=args.cache, n_jobs=args.jobs)
     print(f"context rebuilt from checkpoints in {time.perf_counter() - t0:.1f} s")
     report: dict[str, Any] = {"run_dir": str(args.run_dir), "tiers": {}}
-    for tier, repeats in (("cheap", args.repeats), ("all", args.repeats_all)):
+    tiers = (("cheap", args.repeats), ("all", args.repeats_all))
+    if args.only:
+        tiers = (("all", max(args.repeats_all, 1)),)
+    for tier, repeats in tiers:
         if repeats < 1:
             continue
         walls, results = [], []
         for _ in range(repeats):
-            wall, results = _time(ctx, tier)
+            wall, results = _time(ctx, tier, args.only)
             walls.append(wall)
         print(f"\n== {tier}: median {statistics.median(walls):.1f} s over {repeats} ({walls})")
         for r in results:

@@ -176,6 +176,7 @@ class DataOnly:
 
     name = "test-data-only"
     requires_fit = False
+    feature_groups = ("cue",)
 
     def __init__(self, *, seed: int = 0) -> None:
         del seed
@@ -183,12 +184,23 @@ class DataOnly:
     def fit(self, texts: Sequence[str], labels: np.ndarray, *, valid: Any = None) -> Self:
         return self
 
-    def score(self, texts: Sequence[str], positions: Sequence[str] | None = None) -> np.ndarray:
+    def _cue(self, texts: Sequence[str], positions: Sequence[str] | None) -> np.ndarray:
         where = positions or ["user"] * len(texts)
         pairs = zip(texts, where, strict=True)
-        return np.array(
-            [0.9 if p != "user" and any(c in t for c in CUES) else 0.1 for t, p in pairs]
-        )
+        return np.array([p != "user" and any(c in t for c in CUES) for t, p in pairs])
+
+    def score(self, texts: Sequence[str], positions: Sequence[str] | None = None) -> np.ndarray:
+        return np.where(self._cue(texts, positions), 0.9, 0.1)
+
+    def score_permuted(
+        self,
+        texts: Sequence[str],
+        group: str,
+        rng: np.random.Generator,
+        positions: Sequence[str] | None = None,
+    ) -> np.ndarray:
+        assert group == "cue"
+        return np.where(rng.permutation(self._cue(texts, positions)), 0.9, 0.1)
 
 
 FAKES = {d.name: d for d in (LengthKeyed, Noisy, CaseSensitive, TwoGroups, DataOnly)}

@@ -95,6 +95,17 @@ def test_permutation_importance_ranks_the_signal_group() -> None:
     assert r.status is Status.PASS
 
 
+def test_permutation_importance_reads_each_row_at_its_position() -> None:
+    # θ_op was set on scores read at each row's position; so are the base and permuted scores.
+    frame = make_frame(240, seed=7)
+    frame["position"] = np.where(frame["label"] == 1, "tool", "user")
+    r = _one(context(frame, detector="test-data-only", passes=("strat",)), "permutation_importance")
+    assert r.statistics["base_f1"] == 1.0
+    assert r.statistics["by_group"][0]["group"] == "cue"
+    assert r.statistics["by_group"][0]["f1_drop"] > 0.3
+    assert r.status is Status.PASS
+
+
 def test_head_agreement_flags_redundant_heads() -> None:
     frame = make_frame(240, seed=6)
     distinct = _one(context(frame, detector="test-two-groups", passes=("strat",)), "head_agreement")

@@ -5,21 +5,27 @@ Applies to detectors implementing
 pass's fold-0 model is rebuilt with the run's seeds; on (at most
 :data:`MAX_ROWS` of) its held-out rows each feature group or head is
 permuted across rows and the drop in F1 at θ_op is recorded, averaged over
-:data:`N_REPEATS` permutations. Rows are chunks (no pooling).
+:data:`N_REPEATS` permutations. Rows are chunks (no pooling), each read at
+its position, as the scores θ_op was placed on were, when the detector's
+``score_permuted`` takes ``positions``.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from gatebench.detectors import score_detector
 from gatebench.diagnostics._base import Check, DiagnosticResult
 from gatebench.diagnostics._refit import fitted_fold, probe_detector
 from gatebench.diagnostics.context import DiagnosticContext
 from gatebench.diagnostics.protocols import PermutableDetector
 from gatebench.metrics.confusion import confusion_at
 from gatebench.seeding import child_seed
+from gatebench.trace import positions_at
 from gatebench.types import Status
 
 __all__ = ["CHECK"]
@@ -51,7 +57,10 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
         pick = np.random.default_rng(child_seed(ctx.seed, "diagnostics", "permutation", "rows"))
         idx = np.sort(pick.choice(idx, size=MAX_ROWS, replace=False))
     texts, y = list(ctx.texts[idx]), ctx.labels[idx]
-    base = confusion_at(y, fitted.detector.score(texts), ctx.theta_op).f1
+    where = positions_at(ctx.positions, idx)
+    if not _reads_positions(detector):
+        where = None  # its permuted scores read every row as a user turn: so must the base
+    base = confusion_at(y, score_detector(detector, texts, where), ctx.theta_op).f1
     table: list[dict[str, Any]] = []
     for group in detector.feature_groups:
         drops = []
@@ -59,7 +68,7 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
             rng = np.random.default_rng(
                 child_seed(ctx.seed, "diagnostics", "permutation", str(group), r)
             )
-            s = np.asarray(detector.score_permuted(texts, group, rng), dtype=float)
+            s = np.asarray(_permuted(detector, texts, str(group), rng, where), dtype=float)
             drops.append(base - confusion_at(y, s, ctx.theta_op).f1)
         table.append(
             {"group": str(group), "f1_drop": float(np.mean(drops)), "sd": float(np.std(drops))}
@@ -84,3 +93,22 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
 
 
 CHECK = Check("permutation_importance", "expensive", CRITERION, run)
+
+
+def _reads_positions(detector: PermutableDetector) -> bool:
+    try:
+        return "positions" in inspect.signature(detector.score_permuted).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _permuted(
+    detector: PermutableDetector,
+    texts: list[str],
+    group: str,
+    rng: np.random.Generator,
+    where: Sequence[str] | None,
+) -> Any:
+    if where is None:
+        return detector.score_permuted(texts, group, rng)
+    return detector.score_permuted(texts, group, rng, positions=where)  # type: ignore[call-arg]

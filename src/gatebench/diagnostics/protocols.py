@@ -1,8 +1,8 @@
 """Optional detector capabilities that some diagnostics use.
 
 A detector opts in by having these members; nothing needs to subclass
-anything. The Gate detector is expected to implement both; the baselines
-implement neither, and the checks that need them report NOT_APPLICABLE.
+anything. The Gate detector implements both; the baselines implement
+neither, and the checks that need them report NOT_APPLICABLE.
 
 Examples
 --------
@@ -57,7 +57,9 @@ class PermutableDetector(Protocol):
         Everything else (other groups, the combiner) must be computed exactly
         as in ``score``, so the score drop is due to ``group`` alone. A head
         group is permuted by permuting that head's output across rows before
-        the combiner sees it. ``rng`` is the only source of randomness.
+        the combiner sees it. ``rng`` is the only source of randomness. A
+        detector whose ``score`` reads positions takes them here too, as a
+        ``positions`` keyword (one per text), and the check passes them.
         """
         ...
 

@@ -66,6 +66,7 @@ from gatebench.gate.heads.base import Valid
 from gatebench.gate.judge import LLMJudge
 from gatebench.gate.multilingual import MultilingualEncoder
 from gatebench.gate.params import check_params
+from gatebench.gate.permute import ColumnShuffle, feature_groups, group_columns
 from gatebench.gate.persist import open_gate, save_gate
 from gatebench.gate.segment_negatives import hard_segments
 from gatebench.gate.segment_reading import SegmentReading, read_segments
@@ -296,6 +297,8 @@ class Gate:
 
     name = "gate"
     requires_fit = True
+    #: Set only while :meth:`score_permuted` scores: the columns every combiner sees shuffled.
+    _shuffle: ColumnShuffle | None = None
 
     def __init__(
         self,
@@ -552,7 +555,7 @@ class Gate:
         (for the deferred combiner) the MiniLM heads'.
         """
         heads = [*self.heads.values(), *self.sentence_heads.values()]
-        return combiner_input(
+        x = combiner_input(
             per_head,
             heads,
             views,
@@ -561,6 +564,9 @@ class Gate:
             english_heads=self.english_heads,
             english_scope=self.english_scope,
         )
+        if self._shuffle is None:
+            return x
+        return self._shuffle.apply(x, self.meta_names(sentence=len(per_head) > len(self.heads)))
 
     def meta_names(self, *, sentence: bool = False) -> list[str]:
         """Column names of the fast combiner's input (``sentence``: the deferred one's)."""
@@ -933,6 +939,52 @@ class Gate:
         )
 
     # -- diagnostics -------------------------------------------------------------------
+    @property
+    def feature_groups(self) -> tuple[str, ...]:
+        """What :meth:`score_permuted` can shuffle: each head, the cue features, topic shift.
+
+        The heads are the fast ones, then (once fitted with the deferred
+        stage) the MiniLM heads its combiner reads.
+        """
+        heads = [*self.head_names, *self.sentence_heads]
+        return feature_groups(
+            heads, self._feature_cols, combine=self.combine, shift=self.shift_features
+        )
+
+    def score_permuted(
+        self,
+        texts: Sequence[str],
+        group: str,
+        rng: np.random.Generator,
+        positions: Sequence[str] | None = None,
+    ) -> np.ndarray:
+        """:meth:`score` with ``group``'s combiner columns shuffled across the rows.
+
+        Every combiner the pass calls (fast, deferred, on windows and
+        segments) sees the group's columns shuffled across the rows it reads
+        (:class:`~gatebench.gate.permute.ColumnShuffle`); the texts are scored
+        in an order drawn from ``rng``, so a combiner's rows are a random draw
+        of the texts, not neighbours in the caller's order.
+        """
+        self._check_fitted()
+        if group not in self.feature_groups:
+            raise ValueError(
+                f"group={group!r} is not one of this Gate's feature groups "
+                f"{list(self.feature_groups)}; pick one of them"
+            )
+        texts = list(texts)
+        order = rng.permutation(len(texts))
+        where = None if positions is None else [positions[i] for i in order]
+        columns = group_columns(group, self._feature_cols, combine=self.combine)
+        self._shuffle = ColumnShuffle(columns, int(rng.integers(2**63 - 1)))
+        try:
+            shuffled = self.score([texts[i] for i in order], where)
+        finally:
+            self._shuffle = None
+        out = np.empty_like(shuffled)
+        out[order] = shuffled
+        return out
+
     def head_scores(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Each head's calibrated P(attack) (for permutation importance and plots)."""
         self._check_fitted()
