@@ -46,6 +46,8 @@ def test_each_group_is_shuffled_reproducibly_and_the_model_is_left_as_it_was(
     assert np.array_equal(fitted_gate.score(PROBE), before)
     with pytest.raises(ValueError, match="not one of this Gate's feature groups"):
         fitted_gate.score_permuted(PROBE, "lengths", np.random.default_rng(0))
+    with pytest.raises(ValueError, match="positions has 2 entries for 6 texts"):
+        fitted_gate.score_permuted(PROBE, "char", np.random.default_rng(0), ["tool"] * 2)
 
 
 def test_with_nothing_shuffled_each_row_gets_its_own_score_at_its_position(

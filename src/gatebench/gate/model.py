@@ -964,9 +964,15 @@ class Gate:
         segments) sees the group's columns shuffled across the rows it reads
         (:class:`~gatebench.gate.permute.ColumnShuffle`); the texts are scored
         in an order drawn from ``rng``, so a combiner's rows are a random draw
-        of the texts, not neighbours in the caller's order.
+        of the texts, not neighbours in the caller's order. A diagnostic: the
+        shuffle holds for every call on this model until it returns, so do
+        not call it on a model that is serving requests.
         """
         self._check_fitted()
+        if positions is not None and len(positions) != len(texts):
+            raise ValueError(
+                f"positions has {len(positions)} entries for {len(texts)} texts; give one per text"
+            )
         if group not in self.feature_groups:
             raise ValueError(
                 f"group={group!r} is not one of this Gate's feature groups "
