@@ -9,6 +9,7 @@ from gatebench.detectors.protocol import (
     make_detector,
     register_detector,
     score_detector,
+    takes,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "make_detector",
     "register_detector",
     "score_detector",
+    "takes",
 ]

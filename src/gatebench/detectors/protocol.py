@@ -27,6 +27,7 @@ __all__ = [
     "make_detector",
     "register_detector",
     "score_detector",
+    "takes",
 ]
 
 
@@ -115,7 +116,7 @@ def make_detector(spec: DetectorSpec, *, seed: int) -> Detector:
         ) from exc
 
 
-def _takes(method: Any, name: str) -> bool:
+def takes(method: Any, name: str) -> bool:
     """Whether ``method`` has a parameter called ``name`` (an opt-in capability)."""
     import inspect
 
@@ -148,12 +149,12 @@ def fit_detector(
     third-party detectors need no change.
     """
     extra: dict[str, Any] = {}
-    if sources is not None and _takes(detector.fit, "sources"):
+    if sources is not None and takes(detector.fit, "sources"):
         extra["sources"] = sources
-    if positions is not None and _takes(detector.fit, "positions"):
+    if positions is not None and takes(detector.fit, "positions"):
         extra["positions"] = positions
         extra["valid_positions"] = valid_positions
-    if valid_sources is not None and _takes(detector.fit, "valid_sources"):
+    if valid_sources is not None and takes(detector.fit, "valid_sources"):
         extra["valid_sources"] = valid_sources
     return detector.fit(texts, labels, valid=valid, **extra)
 
@@ -167,7 +168,7 @@ def score_detector(
     detector that takes no positions assumes; so a position-aware detector
     scores a plain list of texts exactly as any other does.
     """
-    if positions is not None and _takes(detector.score, "positions"):
+    if positions is not None and takes(detector.score, "positions"):
         return detector.score(texts, positions=positions)  # type: ignore[call-arg]
     return detector.score(texts)
 

@@ -12,13 +12,12 @@ its position, as the scores θ_op was placed on were, when the detector's
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from gatebench.detectors import score_detector
+from gatebench.detectors import score_detector, takes
 from gatebench.diagnostics._base import Check, DiagnosticResult
 from gatebench.diagnostics._refit import fitted_fold, probe_detector
 from gatebench.diagnostics.context import DiagnosticContext
@@ -58,7 +57,7 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
         idx = np.sort(pick.choice(idx, size=MAX_ROWS, replace=False))
     texts, y = list(ctx.texts[idx]), ctx.labels[idx]
     where = positions_at(ctx.positions, idx)
-    if not _reads_positions(detector):
+    if not takes(detector.score_permuted, "positions"):
         where = None  # its permuted scores read every row as a user turn: so must the base
     base = confusion_at(y, score_detector(detector, texts, where), ctx.theta_op).f1
     table: list[dict[str, Any]] = []
@@ -93,13 +92,6 @@ def run(ctx: DiagnosticContext) -> DiagnosticResult:
 
 
 CHECK = Check("permutation_importance", "expensive", CRITERION, run)
-
-
-def _reads_positions(detector: PermutableDetector) -> bool:
-    try:
-        return "positions" in inspect.signature(detector.score_permuted).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _permuted(
