@@ -235,6 +235,22 @@ def test_content_meta_features_drop_style_columns(dataset, embedder) -> None:  #
         Gate(meta_features="style")
 
 
+def test_no_meta_features_leave_the_combiner_the_head_columns_alone(dataset, embedder) -> None:  # type: ignore[no-untyped-def]
+    from gatebench.gate.permute import CUES
+
+    texts, y = dataset
+    kw = {"embedder": embedder, "n_folds": 2, "cache_dir": None, "heads": ["char", "features"]}
+    gate = Gate(seed=2, meta_features="none", sentence=False, **kw).fit(texts, y)
+    assert gate.meta_names() == ["char_margin", "features_margin"]
+    assert gate.combiner is not None
+    assert gate.combiner.booster.num_feature() == 2
+    assert CUES not in gate.feature_groups
+    # A stacked feature head still reads the content columns, not style.
+    assert gate.heads["features"].content_only
+    scores = gate.score(texts[:20])
+    assert scores.shape == (20,) and np.all((scores >= 0) & (scores <= 1))
+
+
 def test_content_feature_head_reads_fewer_columns_and_reloads() -> None:
     from gatebench.gate.heads import FeatureHead
 

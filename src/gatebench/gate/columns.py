@@ -34,7 +34,9 @@ _NEIGHBOUR_HEADS = (NeighbourHead.name, SentenceNeighbourHead.name)
 
 
 def feature_columns(meta_features: str) -> np.ndarray:
-    """Mask over :data:`FEATURE_NAMES`: all of them, or (``"content"``) all but the style ones."""
+    """Mask over :data:`FEATURE_NAMES`: all, all but the style ones (``"content"``), or none."""
+    if meta_features == "none":
+        return np.zeros(len(FEATURE_NAMES), dtype=bool)
     return np.array([meta_features == "all" or f not in STYLE_FEATURES for f in FEATURE_NAMES])
 
 

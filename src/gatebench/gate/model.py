@@ -150,11 +150,13 @@ class Gate:
         500 by default, chosen together with ``sentence_tokens=128``: the
         pair matched 1000 on LODO and the held-out corpora, except for a
         slightly higher benign FPR on translated prompts.
-    meta_features : {"content", "all"}
+    meta_features : {"content", "all", "none"}
         Which handcrafted features the fast path reads: ``content`` (cues
         and obfuscation signals only, without the :data:`STYLE_FEATURES`
         that identify a source by its form), or ``all``, both as combiner
-        columns and as the feature head's input. ``content`` is the
+        columns and as the feature head's input; ``none`` gives the
+        combiners the heads' columns alone (a stacked feature head still
+        reads the content columns). ``content`` is the
         default because length, script and layout tell the training sources
         apart rather than attacks from benign text: with them the combiners
         rank text from a source they never saw worse (LODO in
@@ -543,7 +545,7 @@ class Gate:
             params = {"seed": self.seed} | self.head_params.get(name, {})
             if name == FeatureHead.name:
                 # "content" keeps style out of the whole fast path, this head included.
-                params.setdefault("content_only", self.meta_features == "content")
+                params.setdefault("content_only", self.meta_features != "all")
             out.append(HEAD_TYPES[name](**params))
         self._lend_encoders(out)
         return out

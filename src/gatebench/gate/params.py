@@ -22,7 +22,7 @@ __all__ = ["ENGLISH_SCOPES", "META_FEATURE_SETS", "check_params"]
 #: Which routed texts lose the English heads' combiner columns (see :class:`Gate`).
 ENGLISH_SCOPES = ("encoder", "routed")
 #: Which handcrafted features the fast path reads.
-META_FEATURE_SETS = ("all", "content")
+META_FEATURE_SETS = ("all", "content", "none")
 
 
 def check_params(
