@@ -235,7 +235,7 @@ def test_content_meta_features_drop_style_columns(dataset, embedder) -> None:  #
         Gate(meta_features="style")
 
 
-def test_no_meta_features_leave_the_combiner_the_head_columns_alone(dataset, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_no_meta_features_leave_the_combiners_the_heads_alone(dataset, embedder, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from gatebench.gate.permute import CUES
 
     texts, y = dataset
@@ -249,6 +249,10 @@ def test_no_meta_features_leave_the_combiner_the_head_columns_alone(dataset, emb
     assert gate.heads["features"].content_only
     scores = gate.score(texts[:20])
     assert scores.shape == (20,) and np.all((scores >= 0) & (scores <= 1))
+    # The setting survives a reload, and the reloaded model scores the same.
+    again = Gate.load(gate.save(tmp_path / "none"))
+    assert again.meta_features == "none" and again.meta_names() == gate.meta_names()
+    assert np.array_equal(again.score(texts[:20]), scores)
 
 
 def test_content_feature_head_reads_fewer_columns_and_reloads() -> None:

@@ -156,11 +156,12 @@ class Gate:
         that identify a source by its form), or ``all``, both as combiner
         columns and as the feature head's input; ``none`` gives the
         combiners the heads' columns alone (a stacked feature head still
-        reads the content columns). ``content`` is the
-        default because length, script and layout tell the training sources
-        apart rather than attacks from benign text: with them the combiners
-        rank text from a source they never saw worse (LODO in
-        benchmarks/RESULTS.md), though they score the sources they saw better.
+        reads the content columns). ``content`` is the default because
+        length, script and layout tell the training sources apart rather
+        than attacks from benign text: with them the combiners rank text
+        from a source they never saw worse (LODO in benchmarks/RESULTS.md),
+        though they score the sources they saw better. ``none`` measured as
+        a trade along the default's curve, not a better ranking.
     monotone : bool
         Constrain the combiners to be non-decreasing in every head's attack
         evidence (and non-increasing in benign-neighbour similarity), so that
@@ -544,7 +545,7 @@ class Gate:
         for name in self.head_names:
             params = {"seed": self.seed} | self.head_params.get(name, {})
             if name == FeatureHead.name:
-                # "content" keeps style out of the whole fast path, this head included.
+                # "content" and "none" keep style out of the whole fast path, this head included.
                 params.setdefault("content_only", self.meta_features != "all")
             out.append(HEAD_TYPES[name](**params))
         self._lend_encoders(out)
