@@ -60,15 +60,14 @@ def _one(
     pick = np.random.default_rng(child_seed(seed, "lodo-permutation", name))
     mix = np.sort(pick.choice(iv, size=min(MIX, iv.size), replace=False))
     rows = np.concatenate([test, mix])
-    where = positions_at(positions, rows)
-    where = None if where is None else [str(p) for p in where]
-    base = np.asarray(score_detector(model, list(texts[rows]), where))
+    batch, where = list(texts[rows]), positions_at(positions, rows)
+    base = np.asarray(score_detector(model, batch, where))
     row = refit_row(name, held, frame, iv, p_valid, test, base[: test.size])
     groups: dict[str, list[float]] = {}
     for group in model.feature_groups:
         for r in range(repeats):
             rng = np.random.default_rng(child_seed(seed, "lodo-permutation", name, group, r))
-            shuffled = model.score_permuted(list(texts[rows]), group, rng, where)
+            shuffled = model.score_permuted(batch, group, rng, where)
             again = refit_row(name, held, frame, iv, p_valid, test, shuffled[: test.size])
             groups.setdefault(group, []).append(_primary(again, name))
     return {
