@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from gatebench.augment import (
+    ADDRESSEES,
     EMBEDDED_SOURCE,
     MAX_INSTRUCTION_CHARS,
     MIN_SIDE_CHARS,
@@ -90,3 +91,32 @@ def test_attack_payloads_stay_the_default_and_mixed_takes_half_of_each() -> None
     assert 0 < attacks.sum() <= 15 and 0 < asks.sum() <= 15 and mixed.sample_id.is_unique
     with pytest.raises(ValueError, match="instructions"):
         embedded_injections(frame, n=3, seed=3, payloads="requests")
+
+
+def test_addressed_pairs_differ_only_in_whom_the_planted_request_addresses() -> None:
+    frame = _frame()
+    made = embedded_injections(frame, n=40, seed=11, payloads="addressed")
+    assert 0 < len(made) <= 40 and len(made) % 2 == 0
+    assert set(made.position) == {"document"} and set(made.role) == {"training"}
+    to_model = {m for m, _ in ADDRESSEES}
+    to_person = {p for _, p in ADDRESSEES}
+    asks = frame.loc[frame.source == "asks", "text"].tolist()
+    attacks, benign = made[made.label == 1], made[made.label == 0]
+    assert len(attacks) == len(benign) == len(made) // 2
+    for (_, a), (_, b) in zip(attacks.iterrows(), benign.iterrows(), strict=True):
+        # One host, one cut, one request: the texts differ in the addressee line alone.
+        assert a.parent_id == b.parent_id
+        line_a = next(m for m in to_model if m in a.text)
+        line_b = next(p for p in to_person if p in b.text)
+        assert (line_a, line_b) in ADDRESSEES
+        assert a.text.replace(line_a, "") == b.text.replace(line_b, "")
+        ask = next(x for x in asks if x in a.text)
+        assert f"{line_a} {ask}" in a.text and f"{line_b} {ask}" in b.text
+        assert "Evaluation" not in a.text and "Ignore all previous" not in a.text
+    assert not any(m in t for m in to_model for t in benign.text)
+    assert made.sample_id.is_unique
+    again = embedded_injections(frame, n=40, seed=11, payloads="addressed")
+    assert again.equals(made)
+    # The instruction rows are drawn as before: adding the kind changed none of them.
+    plain = embedded_injections(frame, n=20, seed=11, payloads="instructions")
+    assert set(plain.label) == {1} and not any(m in t for m in to_model for t in plain.text)

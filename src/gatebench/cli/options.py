@@ -106,7 +106,9 @@ EmbeddedPayloads = Annotated[
     typer.Option(
         "--embedded-payloads",
         help="What --embedded rows embed: attacks (default), instructions (short benign "
-        "training requests planted mid-document) or mixed (half each).",
+        "training requests planted mid-document), mixed (half each) or addressed (pairs: a "
+        "planted request after a line to an AI, attack; the same after a line to a person, "
+        "benign).",
     ),
 ]
 Twins = Annotated[
