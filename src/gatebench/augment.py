@@ -9,7 +9,7 @@ document with a payload inserted at a sentence boundary is an attack. Every
 constructed row is recorded at the position ``document``: the payload now
 sits inside one, whatever the host was.
 
-Two kinds of payload (``payloads``):
+The kinds of payload (``payloads``):
 
 ``attacks`` (the default)
     A training-corpus attack (at most ``MAX_PAYLOAD_CHARS``) at a random
