@@ -218,14 +218,30 @@ def test_instruction_payloads_plant_benign_training_requests_and_change_the_trac
         kind: build_trace(
             TraceSpec(sources=sources, embedded=30, embedded_payloads=kind), data_dir=mirror
         ).trace_id
-        for kind in ("attacks", "mixed")
+        for kind in ("attacks", "mixed", "addressed")
     }
-    assert len({trace.trace_id, *ids.values()}) == 3
+    assert len({trace.trace_id, *ids.values()}) == 4
     # With no embedded rows the payload kind changes nothing, so neither does the id.
     none = build_trace(TraceSpec(sources=sources), data_dir=mirror).trace_id
     assert build_trace(replace(spec, embedded=0), data_dir=mirror).trace_id == none
     with pytest.raises(ConfigError, match="embedded_payloads"):
         TraceSpec(sources=sources, embedded=30, embedded_payloads="requests")
+
+
+def test_addressed_payloads_count_both_halves_in_the_trace_info(mirror: Path) -> None:
+    from gatebench.augment import ADDRESSEES, EMBEDDED_SOURCE
+
+    sources = (XSTEST, DEEPSET, MTBENCH, PROMPTMAP)
+    trace = build_trace(
+        TraceSpec(sources=sources, embedded=30, embedded_payloads="addressed"), data_dir=mirror
+    )
+    made = trace.frame[trace.frame.source == EMBEDDED_SOURCE]
+    counts = trace.info["per_source"][EMBEDDED_SOURCE]
+    assert counts["attack"] == (made.label == 1).sum() == counts["benign"] > 0
+    assert counts["family"] == "balanced" and set(made.position) == {"document"}
+    to_model = tuple(m for m, _ in ADDRESSEES)
+    # Every attack row, and no benign one, carries a line addressed to the model.
+    assert made.text.map(lambda t: any(m in t for m in to_model)).eq(made.label == 1).all()
 
 
 def test_holdout_only_takes_evaluation_prompts() -> None:
