@@ -166,10 +166,10 @@ def embedded_injections(
     training = frame[(frame["role"] == "training") & (frame["n_chunks"] == 1)]
     lengths = training["text"].str.len()
     rows = _attack_rows(training, lengths, n_attacks, seed)
-    if payloads == "addressed":
-        rows += _instruction_rows(training, lengths, n // 2, seed, start=0, addressed=True)
-    else:
-        rows += _instruction_rows(training, lengths, n - n_attacks, seed, start=len(rows))
+    # An addressed draw makes two rows, so it takes half the draws.
+    addressed = payloads == "addressed"
+    draws = (n - n_attacks) // 2 if addressed else n - n_attacks
+    rows += _instruction_rows(training, lengths, draws, seed, start=len(rows), addressed=addressed)
     if not rows:
         return pd.DataFrame(columns=columns)
     out = pd.DataFrame(rows, columns=columns)
