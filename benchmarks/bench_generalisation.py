@@ -101,30 +101,16 @@ def _primary(y: np.ndarray, pred: np.ndarray) -> tuple[str, float]:
 
 
 def _built_from(frame: pd.DataFrame, held: np.ndarray) -> np.ndarray:
-    """Constructed rows whose host document or payload comes from a held-out source.
+    """Constructed rows whose host document, persona frame or payload comes from a held-out source.
 
-    They would carry held-out text into the refit, so they are left out of it.
-    Payloads are held-out attacks or, with instruction payloads, short held-out
-    benign requests. A benign twin has a host and no payload. (The twins'
-    trigger words are learned from every training corpus, so under LOFO a
-    held-out corpus still shapes them; under LODO no evaluation text does.)
+    They would carry held-out text into the refit, so they are left out of it
+    (:func:`gatebench.constructed.built_from`). (The twins' trigger words are
+    learned from every training corpus, so under LOFO a held-out corpus still
+    shapes them; under LODO no evaluation text does.)
     """
-    from gatebench.augment import EMBEDDED_SOURCE, MAX_INSTRUCTION_CHARS, MAX_PAYLOAD_CHARS
     from gatebench.constructed import built_from, hosted_by
 
-    held_sources = sorted(set(frame.loc[held, "source"]))
-    host = frame["parent_id"].fillna("").str.split(":").str[0].isin(held_sources).to_numpy()
-    twin = hosted_by(built_from(frame), held_sources)
-    made = (frame["source"] == EMBEDDED_SOURCE).to_numpy()
-    if not made.any():
-        return twin
-    part = frame.loc[held, ["text", "label"]]
-    limit = np.where(part["label"] == 1, MAX_PAYLOAD_CHARS, MAX_INSTRUCTION_CHARS)
-    short = part["text"].str.strip()
-    payloads = [p for p, n in zip(short, limit, strict=True) if p and len(p) <= n]
-    texts = frame["text"].to_numpy(dtype=object)
-    carry = np.array([made[i] and any(p in texts[i] for p in payloads) for i in range(len(frame))])
-    return (made & (host | carry)) | twin
+    return hosted_by(built_from(frame), sorted(set(frame.loc[held, "source"])))
 
 
 def save_scores(folder: Path | None, name: str, rows: dict[str, np.ndarray]) -> None:

@@ -12,6 +12,7 @@ from gatebench.augment import (
     MIN_SIDE_CHARS,
     embedded_injections,
 )
+from gatebench.constructed import built_from, hosted_by, named_source
 from gatebench.trace import COLUMNS
 from trace_rows import trace_row
 
@@ -120,3 +121,20 @@ def test_addressed_pairs_differ_only_in_whom_the_planted_request_addresses() -> 
     # The instruction rows are drawn as before: adding the kind changed none of them.
     plain = embedded_injections(frame, n=20, seed=11, payloads="instructions")
     assert set(plain.label) == {1} and not any(m in t for m in to_model for t in plain.text)
+
+
+@pytest.mark.parametrize("payloads", ["mixed", "addressed"])
+def test_each_row_names_its_payloads_source_so_it_leaves_with_that_source(payloads: str) -> None:
+    frame = _frame()
+    made = embedded_injections(frame, n=30, seed=5, payloads=payloads)
+    attack_payload = made.text.str.contains("Ignore all previous").to_numpy()
+    named = made.sample_id.map(named_source).to_numpy()
+    assert set(named[attack_payload]) <= {"attacks"} and set(named[~attack_payload]) == {"asks"}
+    origins = built_from(made)
+    assert set(origins[:, 0]) <= {"docs", "short"} and (origins[:, 1] == named).all()
+    # Holding a payload's source out takes exactly the rows that carry its text.
+    assert (hosted_by(origins, ["asks"]) == ~attack_payload).all()
+    assert (hosted_by(origins, ["attacks"]) == attack_payload).all()
+    assert (
+        hosted_by(origins, ["docs"]).sum() == (made.parent_id.str.split(":").str[0] == "docs").sum()
+    )

@@ -13,13 +13,12 @@ import pytest
 from cli_checks import fails_cleanly, runner
 from gatebench.cli import app
 from gatebench.config import RunConfig
-from gatebench.constructed import CONSTRUCTED_SOURCES, built_from, hosted_by
+from gatebench.constructed import CONSTRUCTED_SOURCES, built_from, hosted_by, named_source
 from gatebench.errors import ConfigError
 from gatebench.modeldir import MANIFEST
 from gatebench.persona import (
     MAX_FRAME_CHARS,
     PERSONA_SOURCE,
-    persona_frame_source,
     persona_frames,
     persona_pairs,
 )
@@ -78,7 +77,7 @@ def test_each_pair_puts_one_frame_before_a_benign_host_and_an_attack() -> None:
         host = texts[row.parent_id]
         frame_text = row.text[: -len(host) - 1]
         assert frame_text in FRAMES.values() and row.text == f"{frame_text} {host}"
-        assert persona_frame_source(row.sample_id) == "chat"
+        assert named_source(row.sample_id) == "chat"
         if tag.endswith("b"):
             # The benign host is a plain request of the frame's own source.
             assert row.label == 0 and row.parent_id.startswith("chat:1")
@@ -144,7 +143,7 @@ def test_pairs_join_the_trace_as_counted_training_rows(mirror: Path) -> None:
     trace = build_trace(TraceSpec(sources=sources, twins=0, persona_twins=15), data_dir=mirror)
     pairs = trace.frame[trace.frame.source == PERSONA_SOURCE]
     assert 0 < len(pairs) <= 30 and set(pairs.label) == {0, 1}
-    assert set(pairs.sample_id.map(persona_frame_source)) == {"mt-bench"}
+    assert set(pairs.sample_id.map(named_source)) == {"mt-bench"}
     rest = trace.frame[trace.frame.source != PERSONA_SOURCE].reset_index(drop=True)
     pd.testing.assert_frame_equal(rest, plain.frame)
     assert trace.trace_id != plain.trace_id

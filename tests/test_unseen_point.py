@@ -45,7 +45,9 @@ def _frame() -> pd.DataFrame:
         rows.append((f"corpus:{i}", "corpus", i % 2 == 0, "training", None))
     for i in range(6):  # twins built on each evaluation source's first prompt
         rows.append((f"{TWINS_SOURCE}:{i}", TWINS_SOURCE, False, "training", f"ev{i}:0"))
-    rows.append((f"{EMBEDDED_SOURCE}:0", EMBEDDED_SOURCE, True, "training", "corpus:1"))
+    # Embedded rows name their payload's source: the corpus's own, then an evaluation source's.
+    rows.append((f"{EMBEDDED_SOURCE}:corpus:0", EMBEDDED_SOURCE, True, "training", "corpus:1"))
+    rows.append((f"{EMBEDDED_SOURCE}:ev2:1", EMBEDDED_SOURCE, True, "training", "corpus:3"))
     frame = pd.DataFrame(rows, columns=["sample_id", "source", "label", "role", "parent_id"])
     frame["label"] = frame["label"].astype(int)
     frame["text"] = frame["sample_id"]
@@ -84,7 +86,12 @@ def test_a_fold_never_fits_on_its_held_out_sources_or_on_what_was_built_from_the
         # The twins of the other sources stay in, as does the whole training corpus.
         assert len(twins) == 6 - len(held)
         assert (trained["source"] == "corpus").sum() == 30
-        assert EMBEDDED_SOURCE not in set(trained["source"])
+        # An embedded row leaves with its payload's source and stays in every other fold.
+        embedded = set(trained.loc[trained["source"] == EMBEDDED_SOURCE, "sample_id"])
+        expected = {f"{EMBEDDED_SOURCE}:corpus:0"} | (
+            set() if "ev2" in held else {f"{EMBEDDED_SOURCE}:ev2:1"}
+        )
+        assert embedded == expected
     # Every evaluation row is held out exactly once.
     tested = np.concatenate([t.test_idx for t in tasks])
     assert sorted(tested.tolist()) == np.flatnonzero(frame["role"] == "evaluation").tolist()
@@ -109,6 +116,14 @@ def test_holding_out_every_source_takes_the_corpora_but_never_the_constructed_ro
         twins = trained[trained["source"] == TWINS_SOURCE]
         hosts = set(twins["parent_id"].str.split(":").str[0])
         assert not hosts & held
+        # Both embedded rows are hosted by the corpus; the second's payload is ev2's.
+        embedded = trained[trained["source"] == EMBEDDED_SOURCE]
+        assert (f"{EMBEDDED_SOURCE}:ev2:1" in set(embedded["sample_id"])) == (
+            not held & {"corpus", "ev2"}
+        )
+        assert (f"{EMBEDDED_SOURCE}:corpus:0" in set(embedded["sample_id"])) == (
+            "corpus" not in held
+        )
     tested = np.sort(np.concatenate([t.test_idx for t in tasks]))
     constructed = frame["source"].isin([TWINS_SOURCE, EMBEDDED_SOURCE]).to_numpy()
     assert tested.tolist() == np.flatnonzero(~constructed).tolist()

@@ -47,8 +47,11 @@ Only training-corpus rows are used, hosts and payloads alike, after the
 trace has dropped training rows that share a group with an evaluation row,
 so no evaluated text (or near-copy) can reach a constructed row. Each row's
 parent is its host document, so a host and its injected copy always share
-a cross-validation group. The draw is seeded by a named child of the trace
-seed: the same trace gives the same rows.
+a cross-validation group, and its id names its payload's source
+(``embedded-injections:<source>:<n>``), so a pass that holds a training
+corpus out can leave out every row built from it
+(:func:`gatebench.constructed.built_from`). The draw is seeded by a named
+child of the trace seed: the same trace gives the same rows.
 """
 
 from __future__ import annotations
@@ -197,7 +200,7 @@ def _attack_rows(
         host, payload = hosts.iloc[host_idx[i]], payloads.iloc[payload_idx[i]]
         cuts = _boundaries(host["text"])
         at = cuts[int(rng.integers(0, len(cuts)))]
-        rows.append(_row(i, host, payload["text"], at, _JOINS[joins[i]]))
+        rows.append(_row(i, host, (payload["text"], payload["source"]), at, _JOINS[joins[i]]))
     return rows
 
 
@@ -227,6 +230,7 @@ def _instruction_rows(
         return []
     hosts, cuts = hosts.reset_index(drop=True), cuts_of.tolist()
     payload_texts = payloads["text"].tolist()
+    payload_sources = payloads["source"].tolist()
     name = "addressed" if addressed else "instructions"
     rng = np.random.default_rng(child_sequence(seed, "augment", EMBEDDED_SOURCE, name))
     host_idx = rng.integers(0, len(hosts), size=n)
@@ -238,25 +242,35 @@ def _instruction_rows(
         h = int(host_idx[i])
         at = cuts[h][int(rng.integers(0, len(cuts[h])))]
         payload, join = payload_texts[payload_idx[i]].strip(), _JOINS[joins[i]]
+        source = payload_sources[payload_idx[i]]
         if frames is None:
-            rows.append(_row(start + i, hosts.iloc[h], payload, at, join))
+            rows.append(_row(start + i, hosts.iloc[h], (payload, source), at, join))
             continue
         to_model, to_person = ADDRESSEES[int(frames[i])]
-        rows.append(_row(start + 2 * i, hosts.iloc[h], f"{to_model} {payload}", at, join))
+        rows.append(_row(start + 2 * i, hosts.iloc[h], (f"{to_model} {payload}", source), at, join))
         rows.append(
-            _row(start + 2 * i + 1, hosts.iloc[h], f"{to_person} {payload}", at, join, label=0)
+            _row(
+                start + 2 * i + 1,
+                hosts.iloc[h],
+                (f"{to_person} {payload}", source),
+                at,
+                join,
+                label=0,
+            )
         )
     return rows
 
 
 def _row(
-    i: int, host: pd.Series, payload: str, at: int, join: str, label: int = 1
+    i: int, host: pd.Series, payload: tuple[str, str], at: int, join: str, label: int = 1
 ) -> dict[str, Any]:
-    """One constructed row: ``payload`` inserted into ``host`` at offset ``at``."""
-    text = host["text"][:at].rstrip() + join + payload.strip() + join
+    """One constructed row: ``payload`` (its text and source) inserted into ``host`` at ``at``."""
+    content, source = payload
+    text = host["text"][:at].rstrip() + join + content.strip() + join
     text = (text + host["text"][at:].lstrip()).strip()
     # The payload now sits inside a document, whatever the host was.
-    return constructed_row(f"{EMBEDDED_SOURCE}:{i}", host, text, label, str(Position.DOCUMENT))
+    sample_id = f"{EMBEDDED_SOURCE}:{source}:{i}"
+    return constructed_row(sample_id, host, text, label, str(Position.DOCUMENT))
 
 
 def constructed_row(

@@ -43,7 +43,6 @@ __all__ = [
     "PERSONA_HALVES",
     "PERSONA_RE",
     "PERSONA_SOURCE",
-    "persona_frame_source",
     "persona_frames",
     "persona_pairs",
 ]
@@ -67,12 +66,6 @@ PERSONA_RE = re.compile(
 )
 _SENTENCE_RE = re.compile(r"(?<=[.!?\n])\s+")
 _WORD_RE = re.compile(r"[a-z]{3,}")
-
-
-def persona_frame_source(sample_id: str) -> str:
-    """The source of a persona row's frame, from its id (empty for any other row)."""
-    parts = sample_id.split(":", 2)
-    return parts[1] if len(parts) == 3 and parts[0] == PERSONA_SOURCE else ""
 
 
 def persona_frames(frame: pd.DataFrame, trigger: set[str]) -> pd.DataFrame:

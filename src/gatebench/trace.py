@@ -294,6 +294,10 @@ def trace_id_for(fingerprints: list[dict[str, Any]], spec: TraceSpec) -> str:
     if spec.embedded and spec.embedded_payloads != "attacks":
         # Only when it changes the rows, so the ids of earlier traces stay valid.
         payload["embedded_payloads"] = spec.embedded_payloads
+    if spec.embedded:
+        # Embedded rows' ids name their payload's source: a cached trace from before
+        # must not be found. Only when there are such rows, so other ids stay valid.
+        payload["embedded_ids"] = "payload-source"
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()
 

@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedGroupKFold
 
-from gatebench.augment import EMBEDDED_SOURCE
 from gatebench.config import UNSEEN_FPR, UNSEEN_HOLDOUT
 from gatebench.constructed import CONSTRUCTED_SOURCES, built_from, hosted_by
 from gatebench.cv import FoldTask, fit_fold
@@ -118,14 +117,12 @@ def source_folds(
 def _tasks(frame: pd.DataFrame, folds: np.ndarray, spec: DetectorSpec, seed: int) -> list[FoldTask]:
     """One task per fold; rows built from a held-out source never reach its training."""
     sources = frame["source"].astype(str).to_numpy()
-    # An embedded row's payload may be a held-out attack, which no column records.
-    embedded = sources == EMBEDDED_SOURCE
     origins = built_from(frame)
     tasks = []
     for fold in range(int(folds.max()) + 1):
         test = np.flatnonzero(folds == fold)
         held = hosted_by(origins, np.unique(sources[test]))
-        train = np.flatnonzero((folds != fold) & ~held & ~embedded)
+        train = np.flatnonzero((folds != fold) & ~held)
         tasks.append(
             FoldTask(
                 pass_name=PASS_NAME,
