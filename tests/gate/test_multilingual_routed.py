@@ -87,6 +87,10 @@ def test_the_head_column_is_missing_for_english_text_only(embedder) -> None:  # 
     assert np.isfinite(decision).all()
     assert np.isnan(meta[:2]).all()
     assert np.array_equal(meta[2:], decision[2:])
+    # A cross-fit takes both at once: the blank column, and the margin on every row.
+    both_meta, both_decision = head.meta_and_decision(x)
+    np.testing.assert_array_equal(both_meta[:, 0], meta)
+    np.testing.assert_array_equal(both_decision, decision)
     # Standalone, it scores every text, English included.
     p = head.score(texts)
     assert np.isfinite(p).all() and ((p > 0) & (p < 1)).all()

@@ -87,12 +87,10 @@ def cross_fit(
         for j, head in enumerate(make_heads()):
             w = None if weight is None else head_weight(weight, j)[fit_idx]
             head.fit_x(head.x_of(fit_views), y[fit_idx], w)
-            x_out = head.x_of(out_views)
-            cols = head.meta_x(x_out)
+            cols, decisions[out_idx, j] = head.meta_and_decision(head.x_of(out_views))
             if meta[j] is None:
                 meta[j] = np.zeros((len(y), cols.shape[1]))
             meta[j][out_idx] = cols  # type: ignore[index]
-            decisions[out_idx, j] = head.decision_x(x_out)
     return [m if m is not None else np.zeros((len(y), 1)) for m in meta], decisions
 
 

@@ -87,6 +87,15 @@ class Head:
         """The margin, recovered from :meth:`meta_x`'s columns without recomputing them."""
         return np.asarray(meta[:, 0])
 
+    def meta_and_decision(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`meta_x` and :meth:`decision_x` of ``x``, sharing the work they share.
+
+        A cross-fit needs both for every out-of-fold row; the neighbour heads'
+        searches are most of a fit's time, and the margin is two of their columns.
+        """
+        meta = self.meta_x(x)
+        return meta, self.decision_from_meta(meta)
+
     def logit_from_decision(self, decision: np.ndarray) -> np.ndarray:
         """Calibrated log-odds from margins (the Platt line before its sigmoid)."""
         a, b = self.platt
