@@ -60,6 +60,12 @@ def test_detection_is_deterministic_and_reads_the_opening_only() -> None:
     texts = [*FIXED.values(), "ok?"]
     first = detect_languages(texts)
     assert first == detect_languages(texts) == [detect_language(t) for t in texts]
+    # A text read once in this process is remembered, not read again.
+    fresh = [f"{t} ({len(texts)} texts, read twice)" for t in texts]
+    before = language._remembered.cache_info()
+    assert detect_languages(fresh) == detect_languages(fresh) == [detect_language(t) for t in fresh]
+    after = language._remembered.cache_info()
+    assert after.misses - before.misses == len(fresh) and after.hits - before.hits == len(fresh)
     # Past MAX_CHARS nothing is read: a long German tail does not change an English opening.
     english = (FIXED["en"] + " ") * (language.MAX_CHARS // len(FIXED["en"]) + 1)
     assert detect_language(english + FIXED["de"] * 50) == "en"

@@ -144,5 +144,19 @@ def opening_language(text: str, max_chars: int = MAX_CHARS) -> str:
 
 
 def detect_languages(texts: Iterable[str]) -> list[str]:
-    """:func:`detect_language` of each text, in order."""
-    return [detect_language(t) for t in texts]
+    """:func:`detect_language` of each text, in order.
+
+    A text already read in this process is not read again: the folds and
+    refits of one run share most of their training texts, and each fit
+    reads every one (up to :data:`MEMO_TEXTS` texts are remembered).
+    """
+    return [_remembered(t) for t in texts]
+
+
+#: Texts whose language :func:`detect_languages` remembers, per process.
+MEMO_TEXTS = 1 << 17
+
+
+@functools.lru_cache(maxsize=MEMO_TEXTS)
+def _remembered(text: str) -> str:
+    return detect_language(text)
