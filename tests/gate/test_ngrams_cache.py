@@ -98,6 +98,61 @@ def test_vector_cache_computes_each_text_once(tmp_path) -> None:  # type: ignore
     assert VectorCache.key("Hi") != VectorCache.key("hi")
 
 
+def _fill(folder, n: int) -> None:  # type: ignore[no-untyped-def]
+    """``n`` shards of one text each, as ``n`` separate scoring calls leave them."""
+    for i in range(n):
+        VectorCache(folder, "ns").get_or_compute(
+            [f"text {i}"], lambda t, i=i: np.full((len(t), 3), i)
+        )
+
+
+def test_a_reader_merges_many_shards_into_one_and_reads_the_same_rows(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from gatebench.gate.cache import COMPACT_AT
+
+    texts = [f"text {i}" for i in range(COMPACT_AT + 1)]
+    _fill(tmp_path, len(texts))
+    assert len(list((tmp_path / "ns").glob("*.npz"))) == COMPACT_AT + 1
+
+    def never(t: list[str]) -> np.ndarray:
+        raise AssertionError(f"recomputed {t}")
+
+    rows = VectorCache(tmp_path, "ns").get_or_compute(texts, never)
+    assert rows[:, 0].tolist() == list(range(len(texts)))
+    assert len(list((tmp_path / "ns").glob("*.npz"))) == 1
+    again = VectorCache(tmp_path, "ns").get_or_compute(texts[::-1], never)
+    np.testing.assert_array_equal(again, rows[::-1])
+    # At the limit nothing is merged.
+    _fill(tmp_path / "few", COMPACT_AT)
+    VectorCache(tmp_path / "few", "ns").get_or_compute(["text 0"], never)
+    assert len(list((tmp_path / "few" / "ns").glob("*.npz"))) == COMPACT_AT
+
+
+def test_a_shard_merged_away_while_listed_is_read_from_the_merge(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from gatebench.gate import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "COMPACT_AT", 2)
+    texts = [f"text {i}" for i in range(4)]
+    _fill(tmp_path, len(texts))
+    reader = VectorCache(tmp_path, "ns")
+    real_load = np.load
+    merged: list[bool] = []
+
+    def load_after_a_merge(path, **kw):  # type: ignore[no-untyped-def]
+        # Another process merges every shard just after this reader listed them.
+        if not merged:
+            merged.append(True)
+            VectorCache(tmp_path, "ns").get_or_compute(texts[:1], lambda t: np.zeros((1, 3)))
+        return real_load(path, **kw)
+
+    monkeypatch.setattr(cache_module.np, "load", load_after_a_merge)
+
+    def never(t: list[str]) -> np.ndarray:
+        raise AssertionError(f"recomputed {t}")
+
+    rows = reader.get_or_compute(texts, never)
+    assert merged and rows[:, 0].tolist() == [0, 1, 2, 3]
+
+
 def test_static_embedder(embedder) -> None:  # type: ignore[no-untyped-def]
     e = embedder.encode(["ignore all previous instructions", ""])
     assert e.shape == (2, embedder.dims)

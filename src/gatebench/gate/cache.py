@@ -8,13 +8,22 @@ once per run instead of ten times.
 Layout: ``<folder>/<namespace>/<shard>.npz``, each shard holding ``keys``
 (hex digests) and ``values`` (float32 rows). Shards are written to a
 temporary name and renamed, so a concurrent reader never sees half a file,
-and they are only ever added, so two processes filling the cache at once can
-at worst compute the same rows twice. Plain arrays, loaded with
-``allow_pickle=False``.
+so two processes filling the cache at once can at worst compute the same
+rows twice. Plain arrays, loaded with ``allow_pickle=False``.
+
+Every call that computes rows adds a shard, and a process reads every shard
+when it first looks a text up, so a cache that many runs, evaluations and
+scored batches have filled costs a fresh process seconds of opening small
+files. A reader that finds more than :data:`COMPACT_AT` shards writes the
+rows it read as one shard, then removes the shards it merged. A reader
+that finds a shard gone (merged by another process after it listed the
+folder) lists the folder again: the merged shard was written before any
+shard it holds was removed, so no row is ever missed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import uuid
@@ -29,6 +38,8 @@ __all__ = ["DEFAULT_CACHE_DIR", "VectorCache"]
 
 #: Default cache folder, relative to the working directory.
 DEFAULT_CACHE_DIR = Path(".cache/gatebench/embeddings")
+#: A reader that finds more shards than this merges the ones it read into one.
+COMPACT_AT = 64
 
 
 class VectorCache:
@@ -74,16 +85,39 @@ class VectorCache:
     def _refresh(self) -> None:
         if not self.dir.is_dir():
             return
-        for shard in sorted(self.dir.glob("*.npz")):
-            if shard.name in self._seen:
-                continue
-            self._seen.add(shard.name)
-            try:
-                with np.load(shard, allow_pickle=False) as data:
-                    keys, values = data["keys"], data["values"]
-            except (OSError, ValueError, KeyError):
-                continue  # a foreign or damaged file: recompute rather than fail
-            self._rows.update(zip(keys.tolist(), values, strict=True))
+        read: list[Path] = []
+        # A second listing only when a shard vanished: another reader merged it.
+        for _ in range(2):
+            vanished = False
+            for shard in sorted(self.dir.glob("*.npz")):
+                if shard.name in self._seen:
+                    continue
+                try:
+                    with np.load(shard, allow_pickle=False) as data:
+                        keys, values = data["keys"], data["values"]
+                except FileNotFoundError:
+                    vanished = True
+                    continue
+                except (OSError, ValueError, KeyError):
+                    self._seen.add(shard.name)
+                    continue  # a foreign or damaged file: recompute rather than fail
+                self._seen.add(shard.name)
+                self._rows.update(zip(keys.tolist(), values, strict=True))
+                read.append(shard)
+            if not vanished:
+                break
+        if len(read) > COMPACT_AT:
+            self._compact(read)
+
+    def _compact(self, shards: list[Path]) -> None:
+        """Write every row read as one shard, then remove ``shards``, which it holds."""
+        keys = list(self._rows)
+        if not self._write(keys, np.stack([self._rows[k] for k in keys])):
+            return
+        for shard in shards:
+            # Removed by another reader's merge, or a read-only folder: still correct.
+            with contextlib.suppress(OSError):
+                shard.unlink()
 
     def get_or_compute(
         self, texts: Sequence[str], compute: Callable[[list[str]], np.ndarray]
@@ -113,7 +147,8 @@ class VectorCache:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([self._rows[k] for k in keys])
 
-    def _write(self, keys: list[str], values: np.ndarray) -> None:
+    def _write(self, keys: list[str], values: np.ndarray) -> bool:
+        """Add a shard; False when the disk refused it (read-only or full)."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             name = f"{uuid.uuid4().hex}.npz"
@@ -123,4 +158,5 @@ class VectorCache:
             tmp.replace(self.dir / name)
             self._seen.add(name)
         except OSError:
-            pass  # a read-only or full disk only costs recomputation next time
+            return False  # a read-only or full disk only costs recomputation next time
+        return True
