@@ -7,9 +7,9 @@ once per run instead of ten times.
 
 Layout: ``<folder>/<namespace>/<shard>.npz``, each shard holding ``keys``
 (hex digests) and ``values`` (float32 rows). Shards are written to a
-temporary name and renamed, so a concurrent reader never sees half a file,
-so two processes filling the cache at once can at worst compute the same
-rows twice. Plain arrays, loaded with ``allow_pickle=False``.
+temporary name and renamed, so a concurrent reader never sees half a file;
+two processes filling the cache at once can at worst compute the same rows
+twice. Plain arrays, loaded with ``allow_pickle=False``.
 
 Every call that computes rows adds a shard, and a process reads every shard
 when it first looks a text up, so a cache that many runs, evaluations and
