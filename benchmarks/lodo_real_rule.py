@@ -31,23 +31,19 @@ from pathlib import Path
 
 import numpy as np
 from bench_generalisation import held_units, refit_row, summarise, trace_frame
-from lodo_segment_rules import rescore
+from lodo_segment_rules import leave_short_unread, rescore
 
 from gatebench.constructed import CONSTRUCTED_SOURCES
-from gatebench.gate.segment_reading import plain_words
-from gatebench.gate.topic_shift import segments
 
 
 def _read_segments(z: dict, texts: np.ndarray, in_doc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Valid and test scores as Gate's segment reading gives them."""
-    out = []
-    for key in ("valid", "test"):
-        words = np.array(
-            [plain_words(s) for i in z[key] for s in segments(texts[i])], dtype=np.int64
-        )
-        seg = np.where(words >= 3, z[f"seg_{key}"], 0.0)
-        out.append(rescore("window-doc", z[f"p_{key}"], seg, z[f"nseg_{key}"], in_doc[z[key]], 3))
-    return out[0], out[1]
+    leave_short_unread(z, texts, 3)
+    valid, test = (
+        rescore("window-doc", z[f"p_{k}"], z[f"seg_{k}"], z[f"nseg_{k}"], in_doc[z[k]], 3)
+        for k in ("valid", "test")
+    )
+    return valid, test
 
 
 def main() -> None:

@@ -75,6 +75,13 @@ def _top_two(seg: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return first, second
 
 
+def leave_short_unread(z: dict[str, np.ndarray], texts: np.ndarray, min_words: int) -> None:
+    """Zero, in place, the saved scores of segments of fewer than ``min_words`` plain words."""
+    for key in ("valid", "test"):
+        words = np.array([plain_words(s) for i in z[key] for s in segments(texts[i])], np.int64)
+        z[f"seg_{key}"] = np.where(words >= min_words, z[f"seg_{key}"], 0.0)
+
+
 def rescore(
     rule: str,
     p: np.ndarray,
@@ -170,11 +177,7 @@ def main() -> None:
     if args.min_words:
         texts = frame["text"].to_numpy(dtype=object)
         for z in saved.values():
-            for key in ("valid", "test"):
-                words = np.array(
-                    [plain_words(s) for i in z[key] for s in segments(texts[i])], dtype=np.int64
-                )
-                z[f"seg_{key}"] = np.where(words >= args.min_words, z[f"seg_{key}"], 0.0)
+            leave_short_unread(z, texts, args.min_words)
     print(f"{len(saved)} refits read")
     report = {}
     for rule in args.rules:

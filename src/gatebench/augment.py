@@ -246,18 +246,10 @@ def _instruction_rows(
         if frames is None:
             rows.append(_row(start + i, hosts.iloc[h], (payload, source), at, join))
             continue
-        to_model, to_person = ADDRESSEES[int(frames[i])]
-        rows.append(_row(start + 2 * i, hosts.iloc[h], (f"{to_model} {payload}", source), at, join))
-        rows.append(
-            _row(
-                start + 2 * i + 1,
-                hosts.iloc[h],
-                (f"{to_person} {payload}", source),
-                at,
-                join,
-                label=0,
-            )
-        )
+        # The line to the model makes the attack, the same line to a person its benign twin.
+        for k, line in enumerate(ADDRESSEES[int(frames[i])]):
+            text = f"{line} {payload}"
+            rows.append(_row(start + 2 * i + k, hosts.iloc[h], (text, source), at, join, 1 - k))
     return rows
 
 

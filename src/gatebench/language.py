@@ -53,6 +53,8 @@ MIN_LETTERS = 10
 MIXED_CONFIDENCE = 0.9
 #: Bumped whenever the rules above change what a prompt is labelled.
 RULES_VERSION = 1
+#: Texts whose language :func:`detect_languages` remembers, per process.
+MEMO_TEXTS = 1 << 17
 
 _PACKAGE = "py3langid"
 
@@ -151,10 +153,6 @@ def detect_languages(texts: Iterable[str]) -> list[str]:
     reads every one (up to :data:`MEMO_TEXTS` texts are remembered).
     """
     return [_remembered(t) for t in texts]
-
-
-#: Texts whose language :func:`detect_languages` remembers, per process.
-MEMO_TEXTS = 1 << 17
 
 
 @functools.lru_cache(maxsize=MEMO_TEXTS)

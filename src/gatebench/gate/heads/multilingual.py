@@ -84,13 +84,9 @@ class RoutedMultilingualHead(MultilingualHead):
         return super().decision_x(x.vectors)
 
     def meta_x(self, x: Any) -> np.ndarray:
-        return self._masked(x, self.decision_x(x))
+        return self.meta_and_decision(x)[0]
 
     def meta_and_decision(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
         # The column is blank for English text; the margin is the head's on every row.
         decision = self.decision_x(x)
-        return self._masked(x, decision), decision
-
-    @staticmethod
-    def _masked(x: Any, decision: np.ndarray) -> np.ndarray:
-        return np.where(x.routed, decision, np.nan).reshape(-1, 1)
+        return np.where(x.routed, decision, np.nan).reshape(-1, 1), decision
